@@ -1,0 +1,282 @@
+//! The wit-bindgen glue: exports `mcp:resume-gate/gate` from a `wasm32-wasip2` component.
+//!
+//! It is the core's driver: it reads the wall clock and randomness from WASI, maps WIT types
+//! to core types and back, and holds the one in-memory gate of this instance. It never panics:
+//! every failure crosses the boundary as a `gate-error`.
+
+use std::cell::RefCell;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::{Config, Decision, Event, GateError, Millis, Opened, Origin, RequestId, StaleReason};
+
+wit_bindgen::generate!({
+    world: "gate-memory",
+    path: "../wit",
+});
+
+use exports::mcp::resume_gate::gate::Guest;
+use exports::mcp::resume_gate::types as wit;
+
+struct Component;
+
+export!(Component);
+
+thread_local! {
+    static GATE: RefCell<Option<crate::Gate>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` on this instance's gate, creating it with the defaults on first use.
+fn with_gate<T>(
+    f: impl FnOnce(&mut crate::Gate) -> Result<T, GateError>,
+) -> Result<T, wit::GateError> {
+    GATE.with(|cell| {
+        let mut slot = cell
+            .try_borrow_mut()
+            .map_err(|_| GateError::Store("re-entrant call".into()))?;
+        if slot.is_none() {
+            *slot = Some(crate::Gate::in_memory(Config::default())?);
+        }
+        match slot.as_mut() {
+            Some(gate) => f(gate),
+            None => Err(GateError::Store("gate unavailable".into())),
+        }
+    })
+    .map_err(Into::into)
+}
+
+fn now() -> Millis {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+fn entropy() -> Result<[u8; 8], GateError> {
+    let mut bytes = [0; 8];
+    getrandom::fill(&mut bytes).map_err(|e| GateError::Store(format!("no randomness: {e}")))?;
+    Ok(bytes)
+}
+
+impl Guest for Component {
+    fn default_config() -> wit::Config {
+        Config::default().into()
+    }
+
+    fn configure(config: wit::Config) -> Result<(), wit::GateError> {
+        let config = Config::from(config);
+        GATE.with(|cell| {
+            let mut slot = cell
+                .try_borrow_mut()
+                .map_err(|_| GateError::Store("re-entrant call".into()))?;
+            match slot.as_mut() {
+                Some(gate) => gate.configure(config),
+                None => {
+                    *slot = Some(crate::Gate::in_memory(config)?);
+                    Ok(())
+                }
+            }
+        })
+        .map_err(Into::into)
+    }
+
+    fn open_session(session: String) -> Result<wit::SessionInfo, wit::GateError> {
+        with_gate(|g| {
+            let info = g.open_session(&session, now(), entropy()?)?;
+            Ok(wit::SessionInfo { epoch: info.epoch })
+        })
+    }
+
+    fn end_session(session: String) -> Result<(), wit::GateError> {
+        with_gate(|g| g.end_session(&session))
+    }
+
+    fn open_stream(session: String, origin: wit::Origin) -> Result<wit::Opened, wit::GateError> {
+        with_gate(|g| {
+            g.open_stream(&session, origin.into(), now())
+                .map(Into::into)
+        })
+    }
+
+    fn on_emit(session: String, stream: u64, data: String) -> Result<wit::Event, wit::GateError> {
+        with_gate(|g| g.emit(&session, stream, data, now()).map(Into::into))
+    }
+
+    fn on_terminal(
+        session: String,
+        stream: u64,
+        data: String,
+    ) -> Result<wit::Event, wit::GateError> {
+        with_gate(|g| g.terminal(&session, stream, data, now()).map(Into::into))
+    }
+
+    fn on_detach(session: String, stream: u64, attachment: u32) -> Result<(), wit::GateError> {
+        with_gate(|g| g.detach(&session, stream, attachment, now()))
+    }
+
+    fn abort_stream(session: String, stream: u64) -> Result<(), wit::GateError> {
+        with_gate(|g| g.abort(&session, stream))
+    }
+
+    fn on_reconnect(
+        session: String,
+        last_event_id: Vec<u8>,
+        origin: wit::Origin,
+    ) -> Result<wit::Decision, wit::GateError> {
+        with_gate(|g| {
+            g.reconnect(&session, &last_event_id, origin.into(), now())
+                .map(Into::into)
+        })
+    }
+
+    fn read_counters() -> wit::Counters {
+        let c = with_gate(|g| g.counters()).unwrap_or_default();
+        wit::Counters {
+            sessions: c.sessions,
+            events_emitted: c.events_emitted,
+            resumes: c.resumes,
+            events_replayed: c.events_replayed,
+            fresh: StaleReason::ALL
+                .iter()
+                .map(|r| wit::ReasonCount {
+                    reason: (*r).into(),
+                    count: c.fresh_for(*r),
+                })
+                .collect(),
+            evicted_events: c.evicted_events,
+            expired_streams: c.expired_streams,
+            reclaimed_sessions: c.reclaimed_sessions,
+            errors: c.errors,
+        }
+    }
+}
+
+impl From<Config> for wit::Config {
+    fn from(c: Config) -> Self {
+        Self {
+            max_events_per_stream: c.max_events_per_stream,
+            max_bytes_per_stream: c.max_bytes_per_stream,
+            max_streams_per_session: c.max_streams_per_session,
+            max_sessions: c.max_sessions,
+            retention_ms: c.retention_ms,
+            session_idle_ms: c.session_idle_ms,
+            retry_ms: c.retry_ms,
+            signing_key: c.signing_key,
+        }
+    }
+}
+
+impl From<wit::Config> for Config {
+    fn from(c: wit::Config) -> Self {
+        Self {
+            max_events_per_stream: c.max_events_per_stream,
+            max_bytes_per_stream: c.max_bytes_per_stream,
+            max_streams_per_session: c.max_streams_per_session,
+            max_sessions: c.max_sessions,
+            retention_ms: c.retention_ms,
+            session_idle_ms: c.session_idle_ms,
+            retry_ms: c.retry_ms,
+            signing_key: c.signing_key,
+        }
+    }
+}
+
+impl From<wit::RequestId> for RequestId {
+    fn from(id: wit::RequestId) -> Self {
+        match id {
+            wit::RequestId::Number(n) => Self::Number(n),
+            wit::RequestId::Text(s) => Self::Text(s),
+        }
+    }
+}
+
+impl From<RequestId> for wit::RequestId {
+    fn from(id: RequestId) -> Self {
+        match id {
+            RequestId::Number(n) => Self::Number(n),
+            RequestId::Text(s) => Self::Text(s),
+        }
+    }
+}
+
+impl From<wit::Origin> for Origin {
+    fn from(o: wit::Origin) -> Self {
+        match o {
+            wit::Origin::Standalone => Self::Standalone,
+            wit::Origin::Request(id) => Self::Request(id.into()),
+        }
+    }
+}
+
+impl From<Event> for wit::Event {
+    fn from(e: Event) -> Self {
+        Self {
+            id: e.id,
+            stream: e.stream,
+            seq: e.seq,
+            data: e.data,
+            retry_ms: e.retry_ms,
+            terminal: e.terminal,
+        }
+    }
+}
+
+impl From<Opened> for wit::Opened {
+    fn from(o: Opened) -> Self {
+        Self {
+            stream: o.stream,
+            attachment: o.attachment,
+            priming: o.priming.into(),
+        }
+    }
+}
+
+impl From<StaleReason> for wit::StaleReason {
+    fn from(r: StaleReason) -> Self {
+        match r {
+            StaleReason::Malformed => Self::Malformed,
+            StaleReason::Forged => Self::Forged,
+            StaleReason::OtherSession => Self::OtherSession,
+            StaleReason::EpochChanged => Self::EpochChanged,
+            StaleReason::Unknown => Self::Unknown,
+            StaleReason::PostNeverResumes => Self::PostNeverResumes,
+            StaleReason::Completed => Self::Completed,
+            StaleReason::Aborted => Self::Aborted,
+            StaleReason::Superseded => Self::Superseded,
+            StaleReason::Evicted => Self::Evicted,
+        }
+    }
+}
+
+impl From<Decision> for wit::Decision {
+    fn from(d: Decision) -> Self {
+        match d {
+            Decision::Resume(r) => Self::Resume(wit::Resumption {
+                stream: r.stream,
+                attachment: r.attachment,
+                events: r.events.into_iter().map(Into::into).collect(),
+                includes_terminal: r.includes_terminal,
+            }),
+            Decision::Fresh(f) => Self::Fresh(wit::FreshStart {
+                reason: f.reason.into(),
+                opened: f.opened.into(),
+                stranded: f.stranded.map(Into::into),
+            }),
+        }
+    }
+}
+
+impl From<GateError> for wit::GateError {
+    fn from(e: GateError) -> Self {
+        match e {
+            GateError::InvalidConfig(why) => Self::InvalidConfig(why),
+            GateError::InvalidSessionId => Self::InvalidSessionId,
+            GateError::UnknownSession => Self::UnknownSession,
+            GateError::UnknownStream => Self::UnknownStream,
+            GateError::StreamFinished => Self::StreamFinished,
+            GateError::NotARequestStream => Self::NotARequestStream,
+            GateError::DuplicateRequestId => Self::DuplicateRequestId,
+            GateError::TooManySessions => Self::TooManySessions,
+            GateError::TooManyStreams => Self::TooManyStreams,
+            GateError::Store(why) => Self::StoreFailure(why),
+        }
+    }
+}

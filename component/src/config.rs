@@ -1,0 +1,83 @@
+//! The gate's bounds, in one place.
+//!
+//! Every buffer the gate owns is bounded by a field here; the defaults are sized for one
+//! long-lived server process. `validate` refuses settings that would make a bound meaningless
+//! (a zero bound, a retention of zero) so that a host finds its mistake at start-up, not when
+//! the first reconnect is refused.
+
+use crate::error::GateError;
+
+/// Milliseconds on the host's wall clock; the gate never reads a clock itself.
+pub type Millis = u64;
+
+/// Bounds and knobs of a gate. See `wit/gate.wit` for the host-facing description.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Events kept for replay per stream; older ones are evicted first.
+    pub max_events_per_stream: u32,
+    /// Bytes (event id + data) kept for replay per stream; older events are evicted first.
+    pub max_bytes_per_stream: u64,
+    /// Stream records per session, including the tombstones of finished streams.
+    pub max_streams_per_session: u32,
+    /// Sessions the gate tracks at once.
+    pub max_sessions: u32,
+    /// How long a stream without a live connection stays resumable after its last activity.
+    pub retention_ms: Millis,
+    /// How long a session with no attached stream may stay idle before it may be reclaimed.
+    pub session_idle_ms: Millis,
+    /// The SSE `retry` hint put on priming events.
+    pub retry_ms: Option<u32>,
+    /// With a key, every event id carries an HMAC-SHA256 tag and unsigned or altered ids are
+    /// refused as `forged`.
+    pub signing_key: Option<Vec<u8>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            max_events_per_stream: 1024,
+            max_bytes_per_stream: 1 << 20,
+            max_streams_per_session: 64,
+            max_sessions: 4096,
+            retention_ms: 5 * 60 * 1000,
+            session_idle_ms: 60 * 60 * 1000,
+            retry_ms: Some(1000),
+            signing_key: None,
+        }
+    }
+}
+
+/// Longest signing key accepted; HMAC hashes longer keys anyway.
+const MAX_KEY_LEN: usize = 1024;
+/// Shortest signing key accepted: anything shorter is guessable.
+const MIN_KEY_LEN: usize = 16;
+
+impl Config {
+    pub fn validate(&self) -> Result<(), GateError> {
+        let invalid = |what: &str| Err(GateError::InvalidConfig(what.to_owned()));
+        if self.max_events_per_stream == 0 {
+            return invalid("max-events-per-stream must be at least 1");
+        }
+        if self.max_bytes_per_stream == 0 {
+            return invalid("max-bytes-per-stream must be at least 1");
+        }
+        if self.max_streams_per_session == 0 {
+            return invalid("max-streams-per-session must be at least 1");
+        }
+        if self.max_sessions == 0 {
+            return invalid("max-sessions must be at least 1");
+        }
+        if self.retention_ms == 0 {
+            return invalid("retention-ms must be at least 1");
+        }
+        if self.session_idle_ms == 0 {
+            return invalid("session-idle-ms must be at least 1");
+        }
+        if let Some(key) = &self.signing_key
+            && !(MIN_KEY_LEN..=MAX_KEY_LEN).contains(&key.len())
+        {
+            return invalid("signing-key must be 16 to 1024 bytes");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,34 @@
+//! What a host exports as metrics: cumulative counts since the gate was created.
+
+use crate::decision::StaleReason;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Sessions currently open (a gauge).
+    pub sessions: u64,
+    pub events_emitted: u64,
+    pub resumes: u64,
+    pub events_replayed: u64,
+    /// Fresh decisions, by reason, in the order of `StaleReason::ALL`.
+    pub fresh: [u64; 10],
+    pub evicted_events: u64,
+    pub expired_streams: u64,
+    pub reclaimed_sessions: u64,
+    /// Operations that returned an error.
+    pub errors: u64,
+}
+
+impl Counters {
+    pub(crate) fn count_fresh(&mut self, reason: StaleReason) {
+        if let Some(i) = StaleReason::ALL.iter().position(|r| *r == reason) {
+            self.fresh[i] += 1;
+        }
+    }
+
+    pub fn fresh_for(&self, reason: StaleReason) -> u64 {
+        StaleReason::ALL
+            .iter()
+            .position(|r| *r == reason)
+            .map_or(0, |i| self.fresh[i])
+    }
+}

@@ -1,0 +1,185 @@
+//! The decision table of DESIGN.md, in one function, in the table's order.
+//!
+//! `decide` only reads: it looks at the cursor, the session and (from check 5 on) the stream
+//! the cursor names, and returns a `Verdict`. The gate applies the verdict. Keeping the checks
+//! here, top to bottom, each with its reason, is the point of this module: a newcomer reads
+//! the table once, in one place.
+
+use crate::config::Millis;
+use crate::error::StoreError;
+use crate::event_id::{EventId, SigningKey};
+use crate::session::SessionMeta;
+use crate::stream::{Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState};
+
+/// Why a reconnect starts a fresh stream instead of resuming.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StaleReason {
+    /// 1: the cursor is not an id this gate could have minted.
+    Malformed,
+    /// 2: a signing key is configured and the id's MAC does not verify.
+    Forged,
+    /// 3: the id was minted for another session.
+    OtherSession,
+    /// 4: the id is from an earlier epoch of this session (restart, re-issue).
+    EpochChanged,
+    /// 5 and 8: no such stream in this session, or no such event on it.
+    Unknown,
+    /// 6: a POST carried the cursor; resumption is always a GET.
+    PostNeverResumes,
+    /// 7 and 9: the client already holds the stream's final response.
+    Completed,
+    /// 7 and 10: the stream was cancelled, kept past retention, or lost events the cursor needs.
+    Aborted,
+    /// 7: the stream was replaced by a newer standalone stream.
+    Superseded,
+    /// 10: events after the cursor were evicted; a partial replay is never given.
+    Evicted,
+}
+
+impl StaleReason {
+    pub const ALL: [StaleReason; 10] = [
+        Self::Malformed,
+        Self::Forged,
+        Self::OtherSession,
+        Self::EpochChanged,
+        Self::Unknown,
+        Self::PostNeverResumes,
+        Self::Completed,
+        Self::Aborted,
+        Self::Superseded,
+        Self::Evicted,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Malformed => "malformed",
+            Self::Forged => "forged",
+            Self::OtherSession => "other-session",
+            Self::EpochChanged => "epoch-changed",
+            Self::Unknown => "unknown",
+            Self::PostNeverResumes => "post-never-resumes",
+            Self::Completed => "completed",
+            Self::Aborted => "aborted",
+            Self::Superseded => "superseded",
+            Self::Evicted => "evicted",
+        }
+    }
+}
+
+/// What the table decided.
+#[derive(Debug)]
+pub(crate) enum Verdict {
+    /// Replay every buffered event after `after` on `stream`.
+    Resume { stream: StreamMeta, after: Seq },
+    /// Start a fresh stream. `source` is the cursor's stream where the gate still knows it.
+    Fresh {
+        reason: StaleReason,
+        source: Option<Source>,
+    },
+}
+
+/// The stream a stale cursor came from, and what the verdict does to it.
+#[derive(Debug)]
+pub(crate) struct Source {
+    pub stream: StreamMeta,
+    /// The state the stream moves to, if it changes.
+    pub becomes: Option<StreamState>,
+    /// The request whose final response the client provably lacks.
+    pub stranded: Option<RequestId>,
+}
+
+/// Everything the table looks at besides the stream record.
+pub(crate) struct Reconnect<'a> {
+    pub cursor: &'a [u8],
+    pub origin: &'a Origin,
+    pub session: &'a SessionMeta,
+    pub key: Option<&'a SigningKey>,
+    pub now: Millis,
+    pub retention: Millis,
+}
+
+/// The decision table. `stream_of` loads a stream of this session; it is called at most once.
+pub(crate) fn decide(
+    r: &Reconnect<'_>,
+    stream_of: impl FnOnce(StreamNo) -> Result<Option<StreamMeta>, StoreError>,
+) -> Result<Verdict, StoreError> {
+    use StaleReason::*;
+    let fresh = |reason| {
+        Ok(Verdict::Fresh {
+            reason,
+            source: None,
+        })
+    };
+
+    // 1. The id parses: any bytes, any length, never a panic.
+    let Some(id) = EventId::parse(r.cursor) else {
+        return fresh(Malformed);
+    };
+    // 2. Its MAC verifies, when a signing key is configured.
+    if let Some(key) = r.key
+        && !key.verifies(&id)
+    {
+        return fresh(Forged);
+    }
+    // 3. It was minted for this session: never a replay across sessions.
+    if id.session != r.session.tag {
+        return fresh(OtherSession);
+    }
+    // 4. Its epoch is the session's current one: nothing survives a restart or re-issue.
+    if id.epoch != r.session.epoch {
+        return fresh(EpochChanged);
+    }
+    // 5. Its stream exists in this session.
+    let Some(stream) = stream_of(id.stream)? else {
+        return fresh(Unknown);
+    };
+    // 6. Resumption is always a GET: a POST gets a fresh stream for its own request.
+    if *r.origin != Origin::Standalone {
+        return fresh(PostNeverResumes);
+    }
+    // The client lacks the final response unless its cursor is at or past the terminal.
+    let lacks_final = stream.terminal_seq.is_none_or(|t| id.seq < t);
+    let stranded = lacks_final.then(|| stream.stranded_request()).flatten();
+    // 7. The stream is open, resumable or terminal-sent; one kept too long is aborted.
+    if stream.expired(r.now, r.retention) {
+        return settle(stream, Aborted, Some(StreamState::Aborted), stranded);
+    }
+    match stream.state {
+        StreamState::Completed => return fresh(Completed),
+        StreamState::Aborted => return settle(stream, Aborted, None, stranded),
+        StreamState::Superseded => return settle(stream, Superseded, None, stranded),
+        StreamState::Open | StreamState::Resumable | StreamState::TerminalSent => {}
+    }
+    // 8. The sequence number was actually issued on that stream.
+    if id.seq > stream.last_seq {
+        return fresh(Unknown);
+    }
+    // 9. The cursor is not the terminal event itself: the client already has the result.
+    if stream.terminal_seq == Some(id.seq) {
+        return settle(stream, Completed, Some(StreamState::Completed), None);
+    }
+    // 10. Every event after the cursor is still buffered: never a partial replay.
+    if id.seq.saturating_add(1) < stream.first_buffered {
+        return settle(stream, Evicted, Some(StreamState::Aborted), stranded);
+    }
+    Ok(Verdict::Resume {
+        stream,
+        after: id.seq,
+    })
+}
+
+fn settle(
+    stream: StreamMeta,
+    reason: StaleReason,
+    becomes: Option<StreamState>,
+    stranded: Option<RequestId>,
+) -> Result<Verdict, StoreError> {
+    Ok(Verdict::Fresh {
+        reason,
+        source: Some(Source {
+            stream,
+            becomes,
+            stranded,
+        }),
+    })
+}

@@ -1,0 +1,41 @@
+//! resume-gate decides, for every MCP Streamable HTTP reconnect, whether its `Last-Event-ID`
+//! is a valid continuation point of a live stream of this session and epoch (then it replays
+//! exactly the missed events) or stale (then a fresh stream starts and nothing is replayed).
+//! It also owns the bounded event buffer and mints the event ids.
+//!
+//! The core is fully deterministic: it reads no clock, draws no randomness and does no I/O.
+//! Every operation takes `now` from the caller, and opening a session takes the entropy for its
+//! epoch. On `wasm32` the same crate also builds the component that exports the WIT interface
+//! `mcp:resume-gate/gate` (see `wit/gate.wit`); the glue reads time and randomness from WASI.
+//!
+//! # Layout
+//!
+//! - [`decision`]: the decision table of DESIGN.md, checks 1–10 in one function, in order.
+//! - [`gate`]: the operations a host calls (`open_session`, `open_stream`, `emit`,
+//!   `terminal`, `detach`, `abort`, `reconnect`) and the bounds they keep.
+//! - [`stream`], [`session`]: the stream model and the session it belongs to.
+//! - [`event_id`]: minting, signing and the total parser of event ids.
+//! - [`store`]: the `Store` trait and the in-memory store.
+//! - [`config`], [`counters`], [`error`]: bounds, metrics, typed errors.
+//! - `component` (wasm32 only): the wit-bindgen glue.
+
+pub mod config;
+pub mod counters;
+pub mod decision;
+pub mod error;
+pub mod event_id;
+pub mod gate;
+pub mod session;
+pub mod store;
+pub mod stream;
+
+#[cfg(target_arch = "wasm32")]
+mod component;
+
+pub use config::{Config, Millis};
+pub use counters::Counters;
+pub use decision::StaleReason;
+pub use error::{GateError, StoreError};
+pub use gate::{Decision, Event, FreshStart, Gate, Opened, Resumption, SessionInfo};
+pub use store::{MemoryStore, Store};
+pub use stream::{Origin, RequestId, Seq, StreamNo, StreamState};

@@ -1,0 +1,97 @@
+//! The gate component embedded in wasmtime: the whole embedding in one screen.
+//!
+//! `bindgen!` reads `wit/gate.wit`; a [`GateHost`] owns one `Store` with one long-lived
+//! instance of the component (memory store: the instance *is* the state). WASI p2 is linked
+//! because Rust std makes every component import `wasi:cli`, `wasi:io`, clocks and random;
+//! the gate reads its wall clock and randomness from there.
+//!
+//! # Layout
+//!
+//! - this file: loading and calling the component;
+//! - `main.rs`: the `demo` command that plays the seed scenario.
+
+use std::path::Path;
+
+use anyhow::Context as _;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
+
+wasmtime::component::bindgen!({
+    world: "gate-memory",
+    path: "../wit",
+});
+
+pub use exports::mcp::resume_gate::gate::Guest as GateExports;
+pub use exports::mcp::resume_gate::types;
+
+/// The component built from `component/` by this crate's build script.
+pub const GATE_WASM: &str = env!("RESUME_GATE_WASM");
+
+/// What the store holds: the WASI context the component's std imports need.
+pub struct HostState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+}
+
+impl WasiView for HostState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// One instance of the gate component and the store it lives in.
+pub struct GateHost {
+    store: Store<HostState>,
+    gate: GateMemory,
+}
+
+impl GateHost {
+    /// Compiles the component at `path` (normally [`GATE_WASM`]).
+    pub fn compile(engine: &Engine, path: impl AsRef<Path>) -> anyhow::Result<Component> {
+        let path = path.as_ref();
+        Component::from_file(engine, path)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("loading the gate component {}", path.display()))
+    }
+
+    /// Instantiates the gate with the host's real clock and randomness.
+    pub fn new(engine: &Engine, component: &Component) -> anyhow::Result<Self> {
+        Self::with_wasi(engine, component, WasiCtxBuilder::new().build())
+    }
+
+    /// Instantiates the gate with a WASI context of the caller's (e.g. a test clock).
+    pub fn with_wasi(
+        engine: &Engine,
+        component: &Component,
+        wasi: WasiCtx,
+    ) -> anyhow::Result<Self> {
+        let mut linker = Linker::new(engine);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        let mut store = Store::new(
+            engine,
+            HostState {
+                wasi,
+                table: ResourceTable::new(),
+            },
+        );
+        let gate = GateMemory::instantiate(&mut store, component, &linker)?;
+        Ok(Self { store, gate })
+    }
+
+    /// Loads the gate this crate was built with, on a default engine.
+    pub fn load_default() -> anyhow::Result<Self> {
+        let engine = Engine::default();
+        let component = Self::compile(&engine, GATE_WASM)?;
+        Self::new(&engine, &component)
+    }
+
+    /// The exported functions and the store to call them with, e.g.
+    /// `let (gate, store) = host.gate(); gate.call_open_session(store, "s")?`.
+    pub fn gate(&mut self) -> (&GateExports, &mut Store<HostState>) {
+        (self.gate.mcp_resume_gate_gate(), &mut self.store)
+    }
+}

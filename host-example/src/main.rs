@@ -1,0 +1,171 @@
+//! `host-example demo`: plays the seed scenario (`shared/spec/seed-stale-cursor.md`) through
+//! the real component in wasmtime and prints each decision of the gate with its reason.
+
+use anyhow::{Result, anyhow, bail};
+use host_example::GateHost;
+use host_example::types::{Decision, Event, GateError, Origin, RequestId};
+
+fn main() -> Result<()> {
+    match std::env::args().nth(1).as_deref() {
+        Some("demo") => demo(),
+        _ => {
+            eprintln!(
+                "usage: host-example demo    play the seed's stale-cursor scenario through the gate"
+            );
+            std::process::exit(2)
+        }
+    }
+}
+
+fn demo() -> Result<()> {
+    let mut host = GateHost::load_default()?;
+    println!("gate component: {}", host_example::GATE_WASM);
+    let (gate, store) = host.gate();
+
+    let session = "demo-session";
+    let epoch = ok(gate.call_open_session(&mut *store, session)?)?.epoch;
+    println!("\nsession {session} opened, epoch {epoch:016x}");
+
+    println!("\n1. POST tools/call (id 1, `append`): the gate opens a stream");
+    let opened =
+        ok(gate.call_open_stream(&mut *store, session, &Origin::Request(RequestId::Number(1)))?)?;
+    show("   sent", &opened.priming);
+    let progress = ok(gate.call_on_emit(
+        &mut *store,
+        session,
+        opened.stream,
+        r#"{"method":"notifications/progress"}"#,
+    )?)?;
+    show("   sent", &progress);
+
+    println!("\n2. the connection drops; the tool finishes while nobody listens");
+    ok(gate.call_on_detach(&mut *store, session, opened.stream, opened.attachment)?)?;
+    let result = ok(gate.call_on_terminal(
+        &mut *store,
+        session,
+        opened.stream,
+        r#"{"id":1,"result":"3 lines"}"#,
+    )?)?;
+    show("   recorded", &result);
+
+    println!("\n3. GET with Last-Event-ID = the progress event: a valid continuation point");
+    let d = gate.call_on_reconnect(
+        &mut *store,
+        session,
+        progress.id.as_bytes(),
+        &Origin::Standalone,
+    )?;
+    explain(&ok(d)?);
+
+    println!("\n4. GET with Last-Event-ID = the terminal event (the seed's failure 1)");
+    println!("   the naive rule finds the id in its buffer and replays the result again");
+    let d = gate.call_on_reconnect(
+        &mut *store,
+        session,
+        result.id.as_bytes(),
+        &Origin::Standalone,
+    )?;
+    explain(&ok(d)?);
+
+    println!(
+        "\n5. a new POST tools/call (id 2) carrying that same Last-Event-ID (the seed's failure 2)"
+    );
+    let d = gate.call_on_reconnect(
+        &mut *store,
+        session,
+        result.id.as_bytes(),
+        &Origin::Request(RequestId::Number(2)),
+    )?;
+    explain(&ok(d)?);
+
+    println!("\n6. same session id, a cursor from the finished stream (the seed's failure 3)");
+    let d = gate.call_on_reconnect(
+        &mut *store,
+        session,
+        progress.id.as_bytes(),
+        &Origin::Standalone,
+    )?;
+    explain(&ok(d)?);
+
+    println!("\n7. the session is re-issued (new epoch); the old cursor comes back");
+    ok(gate.call_open_session(&mut *store, session)?)?;
+    let d = gate.call_on_reconnect(
+        &mut *store,
+        session,
+        progress.id.as_bytes(),
+        &Origin::Standalone,
+    )?;
+    explain(&ok(d)?);
+
+    println!("\n8. a cursor minted for another session, and one that is garbage");
+    ok(gate.call_open_session(&mut *store, "other-session")?)?;
+    let other = ok(gate.call_open_stream(&mut *store, "other-session", &Origin::Standalone)?)?;
+    let d = gate.call_on_reconnect(
+        &mut *store,
+        session,
+        other.priming.id.as_bytes(),
+        &Origin::Standalone,
+    )?;
+    explain(&ok(d)?);
+    let d = gate.call_on_reconnect(&mut *store, session, b"1-2-3", &Origin::Standalone)?;
+    explain(&ok(d)?);
+
+    let c = gate.call_read_counters(&mut *store)?;
+    println!(
+        "\ncounters: {} events emitted, {} resumes, {} events replayed, fresh: {}",
+        c.events_emitted,
+        c.resumes,
+        c.events_replayed,
+        c.fresh
+            .iter()
+            .filter(|f| f.count > 0)
+            .map(|f| format!("{:?}={}", f.reason, f.count))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    if c.resumes != 1 || c.events_replayed != 1 {
+        bail!("the demo expected exactly one resume replaying one event");
+    }
+    Ok(())
+}
+
+fn ok<T>(r: Result<T, GateError>) -> Result<T> {
+    r.map_err(|e| anyhow!("gate error: {e:?}"))
+}
+
+fn show(verb: &str, e: &Event) {
+    let what = if e.data.is_empty() {
+        "(priming)"
+    } else {
+        &e.data
+    };
+    let terminal = if e.terminal { " [terminal]" } else { "" };
+    println!("{verb} id={} {what}{terminal}", e.id);
+}
+
+fn explain(d: &Decision) {
+    match d {
+        Decision::Resume(r) => {
+            println!(
+                "   gate: RESUME stream {}, replaying {} event(s)",
+                r.stream,
+                r.events.len()
+            );
+            for e in &r.events {
+                show("     replay", e);
+            }
+            if r.includes_terminal {
+                println!("     the terminal is among them: the host closes the response after it");
+            }
+        }
+        Decision::Fresh(f) => {
+            println!(
+                "   gate: FRESH ({:?}), nothing replayed; new stream {} starts with {}",
+                f.reason, f.opened.stream, f.opened.priming.id
+            );
+            if let Some(id) = &f.stranded {
+                println!("     stranded request {id:?}: the host answers it with a JSON-RPC error");
+            }
+        }
+    }
+}
