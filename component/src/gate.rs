@@ -106,6 +106,10 @@ impl<S: Store> Gate<S> {
         &self.config
     }
 
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
     pub fn counters(&mut self) -> Result<Counters, GateError> {
         let mut c = self.counters.clone();
         c.sessions = self.store.session_count()?;

@@ -37,5 +37,5 @@ pub use counters::Counters;
 pub use decision::StaleReason;
 pub use error::{GateError, StoreError};
 pub use gate::{Decision, Event, FreshStart, Gate, Opened, Resumption, SessionInfo};
-pub use store::{MemoryStore, Store};
+pub use store::{MemoryStats, MemoryStore, Store};
 pub use stream::{Origin, RequestId, Seq, StreamNo, StreamState};

@@ -73,9 +73,41 @@ struct StreamEntry {
     events: VecDeque<StoredEvent>,
 }
 
+/// What a memory store holds right now: for metrics, and for tests that check the bounds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryStats {
+    pub sessions: usize,
+    pub streams: usize,
+    pub events: usize,
+    pub bytes: u64,
+    pub most_streams_in_a_session: usize,
+    pub most_events_in_a_stream: usize,
+    pub most_bytes_in_a_stream: u64,
+}
+
 impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Counts what is actually held (a walk over every stream: not for the hot path).
+    pub fn stats(&self) -> MemoryStats {
+        let mut st = MemoryStats {
+            sessions: self.sessions.len(),
+            ..MemoryStats::default()
+        };
+        for session in self.sessions.values() {
+            st.streams += session.streams.len();
+            st.most_streams_in_a_session = st.most_streams_in_a_session.max(session.streams.len());
+            for stream in session.streams.values() {
+                let bytes: u64 = stream.events.iter().map(StoredEvent::cost).sum();
+                st.events += stream.events.len();
+                st.bytes += bytes;
+                st.most_events_in_a_stream = st.most_events_in_a_stream.max(stream.events.len());
+                st.most_bytes_in_a_stream = st.most_bytes_in_a_stream.max(bytes);
+            }
+        }
+        st
     }
 
     fn entry(&mut self, session: &str, no: StreamNo) -> Result<&mut StreamEntry, StoreError> {
