@@ -262,7 +262,8 @@ impl<S: Store> Gate<S> {
                 .map(|st| st.last_active)
                 .fold(s.last_active, Millis::max);
             if now.saturating_sub(last) > self.config.session_idle_ms
-                && oldest.as_ref().is_none_or(|(t, _)| last < *t)
+                // Ties break on the id: the choice never depends on the store's iteration order.
+                && oldest.as_ref().is_none_or(|(t, id)| (last, &s.id) < (*t, id))
             {
                 oldest = Some((last, s.id));
             }

@@ -1,1 +1,12 @@
-//! End-to-end tests live in `tests/`; this crate has no library code.
+//! The test harness shared by the end-to-end tests: random operation sequences, and one
+//! driver per side (the native core, the component in wasmtime) so that the same sequence
+//! can run on both and their outcomes be compared.
+//!
+//! # Layout
+//!
+//! - [`ops`]: operations, their proptest strategy, and [`ops::Run`], which resolves each
+//!   operation against what a side has minted so far and records what came back.
+//! - [`drivers`]: the `Driver` trait, the native core and the wasmtime component behind it.
+
+pub mod drivers;
+pub mod ops;

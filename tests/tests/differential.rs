@@ -1,0 +1,44 @@
+//! The component behaves exactly like the core: the same random operation sequences, played on
+//! the native core and on the built component in real wasmtime, give the same decisions,
+//! reasons, errors and replayed payloads, step by step.
+
+use proptest::prelude::*;
+use resume_gate_tests::drivers::{Native, Wasm};
+use resume_gate_tests::ops::{Normalizer, Op, Run, ops, small_config};
+
+const CASES: u32 = 256;
+
+fn same_on_both_sides(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
+    let config = small_config(signed);
+    let mut native = Run::new(Native::new(config.clone()), &config);
+    let mut wasm = Run::new(Wasm::new().expect("instantiate the component"), &config);
+    let (mut norm_native, mut norm_wasm) = (Normalizer::default(), Normalizer::default());
+    for (i, op) in ops.iter().enumerate() {
+        let (_, expected) = native.step(op).expect("the native core has no traps");
+        let (_, actual) = match wasm.step(op) {
+            Ok(step) => step,
+            Err(trap) => {
+                return Err(TestCaseError::fail(format!(
+                    "step {i} {op:?}: the component trapped: {trap:?}"
+                )));
+            }
+        };
+        let (expected, actual) = (norm_native.outcome(&expected), norm_wasm.outcome(&actual));
+        prop_assert_eq!(expected, actual, "step {}: {:?}", i, op);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_component_decides_exactly_like_the_core(ops in ops(60)) {
+        same_on_both_sides(&ops, false)?;
+    }
+
+    #[test]
+    fn the_component_decides_exactly_like_the_core_with_signed_ids(ops in ops(60)) {
+        same_on_both_sides(&ops, true)?;
+    }
+}
