@@ -90,6 +90,10 @@ impl MemoryStore {
         Self::default()
     }
 
+    pub fn has_session(&self, id: &str) -> bool {
+        self.sessions.contains_key(id)
+    }
+
     /// Counts what is actually held (a walk over every stream: not for the hot path).
     pub fn stats(&self) -> MemoryStats {
         let mut st = MemoryStats {

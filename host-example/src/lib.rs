@@ -20,6 +20,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxBuilder, WasiCtxView, WasiView};
 wasmtime::component::bindgen!({
     world: "gate-memory",
     path: "../wit",
+    additional_derives: [PartialEq, Eq],
 });
 
 pub use exports::mcp::resume_gate::gate::Guest as GateExports;

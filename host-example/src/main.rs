@@ -3,7 +3,7 @@
 
 use anyhow::{Result, anyhow, bail};
 use host_example::GateHost;
-use host_example::types::{Decision, Event, GateError, Origin, RequestId};
+use host_example::types::{Decision, Event, GateError, Origin, RequestId, StaleReason};
 
 fn main() -> Result<()> {
     match std::env::args().nth(1).as_deref() {
@@ -119,7 +119,7 @@ fn demo() -> Result<()> {
         c.fresh
             .iter()
             .filter(|f| f.count > 0)
-            .map(|f| format!("{:?}={}", f.reason, f.count))
+            .map(|f| format!("{}={}", reason(f.reason), f.count))
             .collect::<Vec<_>>()
             .join(" ")
     );
@@ -127,6 +127,21 @@ fn demo() -> Result<()> {
         bail!("the demo expected exactly one resume replaying one event");
     }
     Ok(())
+}
+
+fn reason(r: StaleReason) -> &'static str {
+    match r {
+        StaleReason::Malformed => "malformed",
+        StaleReason::Forged => "forged",
+        StaleReason::OtherSession => "other-session",
+        StaleReason::EpochChanged => "epoch-changed",
+        StaleReason::Unknown => "unknown",
+        StaleReason::PostNeverResumes => "post-never-resumes",
+        StaleReason::Completed => "completed",
+        StaleReason::Aborted => "aborted",
+        StaleReason::Superseded => "superseded",
+        StaleReason::Evicted => "evicted",
+    }
 }
 
 fn ok<T>(r: Result<T, GateError>) -> Result<T> {
@@ -160,8 +175,10 @@ fn explain(d: &Decision) {
         }
         Decision::Fresh(f) => {
             println!(
-                "   gate: FRESH ({:?}), nothing replayed; new stream {} starts with {}",
-                f.reason, f.opened.stream, f.opened.priming.id
+                "   gate: FRESH ({}), nothing replayed; new stream {} starts with {}",
+                reason(f.reason),
+                f.opened.stream,
+                f.opened.priming.id
             );
             if let Some(id) = &f.stranded {
                 println!("     stranded request {id:?}: the host answers it with a JSON-RPC error");
