@@ -36,7 +36,7 @@ fn main() {
         return;
     }
 
-    ensure_target();
+    ensure_target(&root);
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"))
@@ -58,7 +58,7 @@ fn rustc() -> String {
     std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into())
 }
 
-fn ensure_target() {
+fn ensure_target(root: &Path) {
     let sysroot = Command::new(rustc())
         .args(["--print", "sysroot"])
         .output()
@@ -67,20 +67,14 @@ fn ensure_target() {
     if sysroot.join("lib/rustlib").join(TARGET).exists() {
         return;
     }
-    let toolchain = sysroot
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("stable")
-        .to_owned();
-    println!("cargo:warning=installing the {TARGET} target for toolchain {toolchain}");
+    // Run from the workspace root so that rustup picks the toolchain rust-toolchain.toml pins.
+    println!("cargo:warning=installing the {TARGET} target with rustup");
     let status = Command::new("rustup")
-        .args(["target", "add", TARGET, "--toolchain", &toolchain])
+        .current_dir(root)
+        .args(["target", "add", TARGET])
         .status()
         .unwrap_or_else(|e| panic!("the {TARGET} target is missing and rustup could not run: {e}"));
-    assert!(
-        status.success(),
-        "`rustup target add {TARGET} --toolchain {toolchain}` failed"
-    );
+    assert!(status.success(), "`rustup target add {TARGET}` failed");
 }
 
 fn build_component(root: &Path, target_dir: &Path) {

@@ -232,7 +232,6 @@ impl<S: Store> Gate<S> {
                 }
                 SessionMeta {
                     epoch: next_epoch(entropy, Some(old.epoch)),
-                    next_stream: old.next_stream,
                     standalone: None,
                     last_active: now,
                     ..old
@@ -308,8 +307,7 @@ impl<S: Store> Gate<S> {
             self.end_stream(&session.id, previous, StreamState::Superseded)?;
         }
 
-        let no = session.next_stream;
-        session.next_stream = no.saturating_add(1);
+        let no = self.store.allocate_stream_no(&session.id)?;
         if origin == Origin::Standalone {
             session.standalone = Some(no);
         }

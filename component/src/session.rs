@@ -16,8 +16,6 @@ pub struct SessionMeta {
     pub id: String,
     pub tag: SessionTag,
     pub epoch: u64,
-    /// The next stream number to allocate.
-    pub next_stream: StreamNo,
     /// The live standalone stream, if any: a new one supersedes it.
     pub standalone: Option<StreamNo>,
     pub last_active: Millis,
@@ -29,7 +27,6 @@ impl SessionMeta {
             id: id.to_owned(),
             tag: session_tag(id),
             epoch,
-            next_stream: 1,
             standalone: None,
             last_active: now,
         }

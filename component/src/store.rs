@@ -24,6 +24,9 @@ pub trait Store {
     /// Every session record; called only when `max-sessions` is reached, to reclaim idle ones.
     fn sessions(&mut self) -> Result<Vec<SessionMeta>, StoreError>;
 
+    /// A stream number never handed out before for this session id, not even before a
+    /// re-issue (a key-value store: an atomic increment of a per-session counter).
+    fn allocate_stream_no(&mut self, session: &str) -> Result<StreamNo, StoreError>;
     fn stream(&mut self, session: &str, no: StreamNo) -> Result<Option<StreamMeta>, StoreError>;
     fn put_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError>;
     /// Removes the stream record and its events.
@@ -64,6 +67,7 @@ pub struct MemoryStore {
 #[derive(Debug)]
 struct SessionEntry {
     meta: SessionMeta,
+    last_stream_no: StreamNo,
     streams: BTreeMap<StreamNo, StreamEntry>,
 }
 
@@ -133,6 +137,7 @@ impl Store for MemoryStore {
             None => {
                 let entry = SessionEntry {
                     meta: meta.clone(),
+                    last_stream_no: 0,
                     streams: BTreeMap::new(),
                 };
                 self.sessions.insert(meta.id.clone(), entry);
@@ -152,6 +157,15 @@ impl Store for MemoryStore {
 
     fn sessions(&mut self) -> Result<Vec<SessionMeta>, StoreError> {
         Ok(self.sessions.values().map(|s| s.meta.clone()).collect())
+    }
+
+    fn allocate_stream_no(&mut self, session: &str) -> Result<StreamNo, StoreError> {
+        let entry = self
+            .sessions
+            .get_mut(session)
+            .ok_or_else(|| StoreError("allocate_stream_no on a missing session".into()))?;
+        entry.last_stream_no = entry.last_stream_no.saturating_add(1);
+        Ok(entry.last_stream_no)
     }
 
     fn stream(&mut self, session: &str, no: StreamNo) -> Result<Option<StreamMeta>, StoreError> {
