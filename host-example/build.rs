@@ -11,28 +11,15 @@ use std::process::Command;
 const TARGET: &str = "wasm32-wasip2";
 
 fn main() {
-    let manifest_dir = PathBuf::from(
-        std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"),
-    );
-    let root = manifest_dir
-        .parent()
-        .expect("host-example lives in the workspace")
-        .to_path_buf();
-    for watched in [
-        "component/src",
-        "component/Cargo.toml",
-        "wit",
-        "Cargo.lock",
-        "Cargo.toml",
-    ] {
+    let manifest_dir =
+        PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
+    let root = manifest_dir.parent().expect("host-example lives in the workspace").to_path_buf();
+    for watched in ["component/src", "component/Cargo.toml", "wit", "Cargo.lock", "Cargo.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=RESUME_GATE_WASM_OVERRIDE");
     if let Some(path) = std::env::var_os("RESUME_GATE_WASM_OVERRIDE") {
-        println!(
-            "cargo:rustc-env=RESUME_GATE_WASM={}",
-            PathBuf::from(path).display()
-        );
+        println!("cargo:rustc-env=RESUME_GATE_WASM={}", PathBuf::from(path).display());
         return;
     }
 
@@ -42,15 +29,8 @@ fn main() {
         .unwrap_or_else(|| root.join("target"))
         .join("component");
     build_component(&root, &target_dir);
-    let wasm = target_dir
-        .join(TARGET)
-        .join("component")
-        .join("resume_gate.wasm");
-    assert!(
-        wasm.exists(),
-        "the component build did not produce {}",
-        wasm.display()
-    );
+    let wasm = target_dir.join(TARGET).join("component").join("resume_gate.wasm");
+    assert!(wasm.exists(), "the component build did not produce {}", wasm.display());
     println!("cargo:rustc-env=RESUME_GATE_WASM={}", wasm.display());
 }
 
@@ -59,10 +39,8 @@ fn rustc() -> String {
 }
 
 fn ensure_target(root: &Path) {
-    let sysroot = Command::new(rustc())
-        .args(["--print", "sysroot"])
-        .output()
-        .expect("run rustc --print sysroot");
+    let sysroot =
+        Command::new(rustc()).args(["--print", "sysroot"]).output().expect("run rustc --print sysroot");
     let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
     if sysroot.join("lib/rustlib").join(TARGET).exists() {
         return;
@@ -81,16 +59,7 @@ fn build_component(root: &Path, target_dir: &Path) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args([
-            "build",
-            "--locked",
-            "-p",
-            "resume-gate",
-            "--target",
-            TARGET,
-            "--profile",
-            "component",
-        ])
+        .args(["build", "--locked", "-p", "resume-gate", "--target", TARGET, "--profile", "component"])
         .arg("--target-dir")
         .arg(target_dir);
     // Flags meant for the host build must not leak into the wasm build.
@@ -107,8 +76,5 @@ fn build_component(root: &Path, target_dir: &Path) {
     }
     cmd.stdout(std::process::Stdio::null());
     let status = cmd.status().expect("run cargo to build the gate component");
-    assert!(
-        status.success(),
-        "building the gate component failed (see the output above)"
-    );
+    assert!(status.success(), "building the gate component failed (see the output above)");
 }

@@ -26,13 +26,9 @@ thread_local! {
 }
 
 /// Runs `f` on this instance's gate, creating it with the defaults on first use.
-fn with_gate<T>(
-    f: impl FnOnce(&mut crate::Gate) -> Result<T, GateError>,
-) -> Result<T, wit::GateError> {
+fn with_gate<T>(f: impl FnOnce(&mut crate::Gate) -> Result<T, GateError>) -> Result<T, wit::GateError> {
     GATE.with(|cell| {
-        let mut slot = cell
-            .try_borrow_mut()
-            .map_err(|_| GateError::Store("re-entrant call".into()))?;
+        let mut slot = cell.try_borrow_mut().map_err(|_| GateError::Store("re-entrant call".into()))?;
         if slot.is_none() {
             *slot = Some(crate::Gate::in_memory(Config::default())?);
         }
@@ -64,9 +60,7 @@ impl Guest for Component {
     fn configure(config: wit::Config) -> Result<(), wit::GateError> {
         let config = Config::from(config);
         GATE.with(|cell| {
-            let mut slot = cell
-                .try_borrow_mut()
-                .map_err(|_| GateError::Store("re-entrant call".into()))?;
+            let mut slot = cell.try_borrow_mut().map_err(|_| GateError::Store("re-entrant call".into()))?;
             match slot.as_mut() {
                 Some(gate) => gate.configure(config),
                 None => {
@@ -90,21 +84,14 @@ impl Guest for Component {
     }
 
     fn open_stream(session: String, origin: wit::Origin) -> Result<wit::Opened, wit::GateError> {
-        with_gate(|g| {
-            g.open_stream(&session, origin.into(), now())
-                .map(Into::into)
-        })
+        with_gate(|g| g.open_stream(&session, origin.into(), now()).map(Into::into))
     }
 
     fn on_emit(session: String, stream: u64, data: String) -> Result<wit::Event, wit::GateError> {
         with_gate(|g| g.emit(&session, stream, data, now()).map(Into::into))
     }
 
-    fn on_terminal(
-        session: String,
-        stream: u64,
-        data: String,
-    ) -> Result<wit::Event, wit::GateError> {
+    fn on_terminal(session: String, stream: u64, data: String) -> Result<wit::Event, wit::GateError> {
         with_gate(|g| g.terminal(&session, stream, data, now()).map(Into::into))
     }
 
@@ -121,10 +108,7 @@ impl Guest for Component {
         last_event_id: Vec<u8>,
         origin: wit::Origin,
     ) -> Result<wit::Decision, wit::GateError> {
-        with_gate(|g| {
-            g.reconnect(&session, &last_event_id, origin.into(), now())
-                .map(Into::into)
-        })
+        with_gate(|g| g.reconnect(&session, &last_event_id, origin.into(), now()).map(Into::into))
     }
 
     fn read_counters() -> wit::Counters {
@@ -136,10 +120,7 @@ impl Guest for Component {
             events_replayed: c.events_replayed,
             fresh: StaleReason::ALL
                 .iter()
-                .map(|r| wit::ReasonCount {
-                    reason: (*r).into(),
-                    count: c.fresh_for(*r),
-                })
+                .map(|r| wit::ReasonCount { reason: (*r).into(), count: c.fresh_for(*r) })
                 .collect(),
             evicted_events: c.evicted_events,
             expired_streams: c.expired_streams,
@@ -221,11 +202,7 @@ impl From<Event> for wit::Event {
 
 impl From<Opened> for wit::Opened {
     fn from(o: Opened) -> Self {
-        Self {
-            stream: o.stream,
-            attachment: o.attachment,
-            priming: o.priming.into(),
-        }
+        Self { stream: o.stream, attachment: o.attachment, priming: o.priming.into() }
     }
 }
 

@@ -26,9 +26,6 @@ impl Counters {
     }
 
     pub fn fresh_for(&self, reason: StaleReason) -> u64 {
-        StaleReason::ALL
-            .iter()
-            .position(|r| *r == reason)
-            .map_or(0, |i| self.fresh[i])
+        StaleReason::ALL.iter().position(|r| *r == reason).map_or(0, |i| self.fresh[i])
     }
 }

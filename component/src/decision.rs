@@ -72,10 +72,7 @@ pub(crate) enum Verdict {
     /// Replay every buffered event after `after` on `stream`.
     Resume { stream: StreamMeta, after: Seq },
     /// Start a fresh stream. `source` is the cursor's stream where the gate still knows it.
-    Fresh {
-        reason: StaleReason,
-        source: Option<Source>,
-    },
+    Fresh { reason: StaleReason, source: Option<Source> },
 }
 
 /// The stream a stale cursor came from, and what the verdict does to it.
@@ -104,12 +101,7 @@ pub(crate) fn decide(
     stream_of: impl FnOnce(StreamNo) -> Result<Option<StreamMeta>, StoreError>,
 ) -> Result<Verdict, StoreError> {
     use StaleReason::*;
-    let fresh = |reason| {
-        Ok(Verdict::Fresh {
-            reason,
-            source: None,
-        })
-    };
+    let fresh = |reason| Ok(Verdict::Fresh { reason, source: None });
 
     // 1. The id parses: any bytes, any length, never a panic.
     let Some(id) = EventId::parse(r.cursor) else {
@@ -162,10 +154,7 @@ pub(crate) fn decide(
     if id.seq.saturating_add(1) < stream.first_buffered {
         return settle(stream, Evicted, Some(StreamState::Aborted), stranded);
     }
-    Ok(Verdict::Resume {
-        stream,
-        after: id.seq,
-    })
+    Ok(Verdict::Resume { stream, after: id.seq })
 }
 
 fn settle(
@@ -174,12 +163,5 @@ fn settle(
     becomes: Option<StreamState>,
     stranded: Option<RequestId>,
 ) -> Result<Verdict, StoreError> {
-    Ok(Verdict::Fresh {
-        reason,
-        source: Some(Source {
-            stream,
-            becomes,
-            stranded,
-        }),
-    })
+    Ok(Verdict::Fresh { reason, source: Some(Source { stream, becomes, stranded }) })
 }

@@ -87,33 +87,16 @@ impl std::fmt::Debug for SigningKey {
 
 impl EventId {
     /// A new id, signed when a key is given.
-    pub fn mint(
-        epoch: u64,
-        session: SessionTag,
-        stream: u64,
-        seq: u64,
-        key: Option<&SigningKey>,
-    ) -> Self {
-        let mut id = Self {
-            epoch,
-            session,
-            stream,
-            seq,
-            mac: None,
-        };
+    pub fn mint(epoch: u64, session: SessionTag, stream: u64, seq: u64, key: Option<&SigningKey>) -> Self {
+        let mut id = Self { epoch, session, stream, seq, mac: None };
         id.mac = key.map(|k| k.sign(&id));
         id
     }
 
     /// The wire form; always printable ASCII without `:`, space, CR, LF or NUL, ≤ 128 bytes.
     pub fn format(&self) -> String {
-        let mut s = format!(
-            "rg1.{:016x}.{}.{}.{}",
-            self.epoch,
-            hex::encode(self.session),
-            self.stream,
-            self.seq
-        );
+        let mut s =
+            format!("rg1.{:016x}.{}.{}.{}", self.epoch, hex::encode(self.session), self.stream, self.seq);
         if let Some(mac) = &self.mac {
             s.push('.');
             s.push_str(&hex::encode(mac));
@@ -141,13 +124,7 @@ impl EventId {
         if parts.next().is_some() {
             return None;
         }
-        Some(Self {
-            epoch,
-            session,
-            stream,
-            seq,
-            mac,
-        })
+        Some(Self { epoch, session, stream, seq, mac })
     }
 }
 

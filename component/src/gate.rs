@@ -85,12 +85,7 @@ impl Gate<MemoryStore> {
 impl<S: Store> Gate<S> {
     pub fn new(config: Config, store: S) -> Result<Self, GateError> {
         let key = signing_key(&config)?;
-        Ok(Self {
-            config,
-            key,
-            store,
-            counters: Counters::default(),
-        })
+        Ok(Self { config, key, store, counters: Counters::default() })
     }
 
     /// Replaces the configuration; bounds apply from the next operation on. A new signing key
@@ -130,22 +125,13 @@ impl<S: Store> Gate<S> {
 
     /// Ends a session: every later call for it gets `UnknownSession`.
     pub fn end_session(&mut self, session: &str) -> Result<(), GateError> {
-        let r = self
-            .session(session)
-            .and_then(|_| Ok(self.store.remove_session(session)?));
+        let r = self.session(session).and_then(|_| Ok(self.store.remove_session(session)?));
         self.counted(r)
     }
 
     /// Opens a stream of `origin` in the session and returns its priming event.
-    pub fn open_stream(
-        &mut self,
-        session: &str,
-        origin: Origin,
-        now: Millis,
-    ) -> Result<Opened, GateError> {
-        let r = self
-            .session(session)
-            .and_then(|mut s| self.open_stream_in(&mut s, origin, now));
+    pub fn open_stream(&mut self, session: &str, origin: Origin, now: Millis) -> Result<Opened, GateError> {
+        let r = self.session(session).and_then(|mut s| self.open_stream_in(&mut s, origin, now));
         self.counted(r)
     }
 
@@ -213,9 +199,7 @@ impl<S: Store> Gate<S> {
 
     fn session(&mut self, session: &str) -> Result<SessionMeta, GateError> {
         validate_session_id(session)?;
-        self.store
-            .session(session)?
-            .ok_or(GateError::UnknownSession)
+        self.store.session(session)?.ok_or(GateError::UnknownSession)
     }
 
     fn open_session_inner(
@@ -256,10 +240,7 @@ impl<S: Store> Gate<S> {
             if streams.iter().any(|st| st.state == StreamState::Open) {
                 continue;
             }
-            let last = streams
-                .iter()
-                .map(|st| st.last_active)
-                .fold(s.last_active, Millis::max);
+            let last = streams.iter().map(|st| st.last_active).fold(s.last_active, Millis::max);
             if now.saturating_sub(last) > self.config.session_idle_ms
                 // Ties break on the id: the choice never depends on the store's iteration order.
                 && oldest.as_ref().is_none_or(|(t, id)| (last, &s.id) < (*t, id))
@@ -300,9 +281,7 @@ impl<S: Store> Gate<S> {
         }
         if origin == Origin::Standalone
             && let Some(previous) = session.standalone
-            && let Some(previous) = streams
-                .iter_mut()
-                .find(|s| s.no == previous && s.state.is_live())
+            && let Some(previous) = streams.iter_mut().find(|s| s.no == previous && s.state.is_live())
         {
             self.end_stream(&session.id, previous, StreamState::Superseded)?;
         }
@@ -325,11 +304,7 @@ impl<S: Store> Gate<S> {
             retry_ms: self.config.retry_ms,
             terminal: false,
         };
-        Ok(Opened {
-            stream: no,
-            attachment: meta.attachment,
-            priming,
-        })
+        Ok(Opened { stream: no, attachment: meta.attachment, priming })
     }
 
     /// Moves a stream to a finished state and frees its buffer; the record stays as a tombstone.
@@ -357,10 +332,7 @@ impl<S: Store> Gate<S> {
         now: Millis,
     ) -> Result<Event, GateError> {
         let s = self.session(session)?;
-        let mut stream = self
-            .store
-            .stream(session, no)?
-            .ok_or(GateError::UnknownStream)?;
+        let mut stream = self.store.stream(session, no)?.ok_or(GateError::UnknownStream)?;
         if terminal && stream.origin == Origin::Standalone {
             return Err(GateError::NotARequestStream);
         }
@@ -374,19 +346,8 @@ impl<S: Store> Gate<S> {
 
         let seq = stream.last_seq.saturating_add(1);
         let id = EventId::mint(s.epoch, s.tag, no, seq, self.key.as_ref()).format();
-        let event = Event {
-            id,
-            stream: no,
-            seq,
-            data,
-            retry_ms: None,
-            terminal,
-        };
-        let stored = StoredEvent {
-            seq,
-            id: event.id.clone(),
-            data: event.data.clone(),
-        };
+        let event = Event { id, stream: no, seq, data, retry_ms: None, terminal };
+        let stored = StoredEvent { seq, id: event.id.clone(), data: event.data.clone() };
 
         stream.last_seq = seq;
         stream.buffered_events = stream.buffered_events.saturating_add(1);
@@ -437,10 +398,7 @@ impl<S: Store> Gate<S> {
 
     fn abort_inner(&mut self, session: &str, no: StreamNo) -> Result<(), GateError> {
         self.session(session)?;
-        let mut stream = self
-            .store
-            .stream(session, no)?
-            .ok_or(GateError::UnknownStream)?;
+        let mut stream = self.store.stream(session, no)?.ok_or(GateError::UnknownStream)?;
         if stream.state.is_live() {
             self.end_stream(session, &mut stream, StreamState::Aborted)?;
         }
@@ -505,11 +463,7 @@ impl<S: Store> Gate<S> {
                 }
                 self.counters.count_fresh(reason);
                 let opened = self.open_stream_in(&mut s, origin, now)?;
-                Ok(Decision::Fresh(FreshStart {
-                    reason,
-                    opened,
-                    stranded,
-                }))
+                Ok(Decision::Fresh(FreshStart { reason, opened, stranded }))
             }
         }
     }
@@ -519,8 +473,8 @@ fn signing_key(config: &Config) -> Result<Option<SigningKey>, GateError> {
     config.validate()?;
     match &config.signing_key {
         None => Ok(None),
-        Some(k) => SigningKey::new(k)
-            .map(Some)
-            .ok_or_else(|| GateError::InvalidConfig("signing-key refused".into())),
+        Some(k) => {
+            SigningKey::new(k).map(Some).ok_or_else(|| GateError::InvalidConfig("signing-key refused".into()))
+        }
     }
 }

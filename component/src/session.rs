@@ -23,34 +23,19 @@ pub struct SessionMeta {
 
 impl SessionMeta {
     pub fn new(id: &str, epoch: u64, now: Millis) -> Self {
-        Self {
-            id: id.to_owned(),
-            tag: session_tag(id),
-            epoch,
-            standalone: None,
-            last_active: now,
-        }
+        Self { id: id.to_owned(), tag: session_tag(id), epoch, standalone: None, last_active: now }
     }
 }
 
 /// MCP session ids are visible ASCII (0x21–0x7E); we also bound their length.
 pub fn validate_session_id(id: &str) -> Result<(), GateError> {
-    let ok = !id.is_empty()
-        && id.len() <= MAX_SESSION_ID_LEN
-        && id.bytes().all(|b| (0x21..=0x7e).contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(GateError::InvalidSessionId)
-    }
+    let ok =
+        !id.is_empty() && id.len() <= MAX_SESSION_ID_LEN && id.bytes().all(|b| (0x21..=0x7e).contains(&b));
+    if ok { Ok(()) } else { Err(GateError::InvalidSessionId) }
 }
 
 /// Epoch from host-supplied entropy, guaranteed to differ from the previous one.
 pub fn next_epoch(entropy: [u8; 8], previous: Option<u64>) -> u64 {
     let epoch = u64::from_le_bytes(entropy);
-    if Some(epoch) == previous {
-        epoch ^ 1
-    } else {
-        epoch
-    }
+    if Some(epoch) == previous { epoch ^ 1 } else { epoch }
 }

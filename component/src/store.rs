@@ -35,18 +35,9 @@ pub trait Store {
     fn streams(&mut self, session: &str) -> Result<Vec<StreamMeta>, StoreError>;
 
     /// Appends an event; its `seq` is one past the stream's last.
-    fn push_event(
-        &mut self,
-        session: &str,
-        no: StreamNo,
-        event: StoredEvent,
-    ) -> Result<(), StoreError>;
+    fn push_event(&mut self, session: &str, no: StreamNo, event: StoredEvent) -> Result<(), StoreError>;
     /// Removes and returns the stream's oldest buffered event.
-    fn evict_oldest(
-        &mut self,
-        session: &str,
-        no: StreamNo,
-    ) -> Result<Option<StoredEvent>, StoreError>;
+    fn evict_oldest(&mut self, session: &str, no: StreamNo) -> Result<Option<StoredEvent>, StoreError>;
     /// Removes every buffered event of the stream.
     fn drop_events(&mut self, session: &str, no: StreamNo) -> Result<(), StoreError>;
     /// The buffered events with `seq > after`, in order.
@@ -100,10 +91,7 @@ impl MemoryStore {
 
     /// Counts what is actually held (a walk over every stream: not for the hot path).
     pub fn stats(&self) -> MemoryStats {
-        let mut st = MemoryStats {
-            sessions: self.sessions.len(),
-            ..MemoryStats::default()
-        };
+        let mut st = MemoryStats { sessions: self.sessions.len(), ..MemoryStats::default() };
         for session in self.sessions.values() {
             st.streams += session.streams.len();
             st.most_streams_in_a_session = st.most_streams_in_a_session.max(session.streams.len());
@@ -135,11 +123,7 @@ impl Store for MemoryStore {
         match self.sessions.get_mut(&meta.id) {
             Some(entry) => entry.meta = meta.clone(),
             None => {
-                let entry = SessionEntry {
-                    meta: meta.clone(),
-                    last_stream_no: 0,
-                    streams: BTreeMap::new(),
-                };
+                let entry = SessionEntry { meta: meta.clone(), last_stream_no: 0, streams: BTreeMap::new() };
                 self.sessions.insert(meta.id.clone(), entry);
             }
         }
@@ -169,11 +153,7 @@ impl Store for MemoryStore {
     }
 
     fn stream(&mut self, session: &str, no: StreamNo) -> Result<Option<StreamMeta>, StoreError> {
-        Ok(self
-            .sessions
-            .get(session)
-            .and_then(|s| s.streams.get(&no))
-            .map(|e| e.meta.clone()))
+        Ok(self.sessions.get(session).and_then(|s| s.streams.get(&no)).map(|e| e.meta.clone()))
     }
 
     fn put_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
@@ -184,10 +164,7 @@ impl Store for MemoryStore {
         match entry.streams.get_mut(&meta.no) {
             Some(stream) => stream.meta = meta.clone(),
             None => {
-                let stream = StreamEntry {
-                    meta: meta.clone(),
-                    events: VecDeque::new(),
-                };
+                let stream = StreamEntry { meta: meta.clone(), events: VecDeque::new() };
                 entry.streams.insert(meta.no, stream);
             }
         }
@@ -209,21 +186,12 @@ impl Store for MemoryStore {
             .unwrap_or_default())
     }
 
-    fn push_event(
-        &mut self,
-        session: &str,
-        no: StreamNo,
-        event: StoredEvent,
-    ) -> Result<(), StoreError> {
+    fn push_event(&mut self, session: &str, no: StreamNo, event: StoredEvent) -> Result<(), StoreError> {
         self.entry(session, no)?.events.push_back(event);
         Ok(())
     }
 
-    fn evict_oldest(
-        &mut self,
-        session: &str,
-        no: StreamNo,
-    ) -> Result<Option<StoredEvent>, StoreError> {
+    fn evict_oldest(&mut self, session: &str, no: StreamNo) -> Result<Option<StoredEvent>, StoreError> {
         Ok(self.entry(session, no)?.events.pop_front())
     }
 
@@ -244,8 +212,9 @@ impl Store for MemoryStore {
         // Sequence numbers in the buffer are consecutive, so the cursor's position is
         // arithmetic, not a search.
         let skip = match events.front() {
-            Some(first) => usize::try_from(after.saturating_add(1).saturating_sub(first.seq))
-                .unwrap_or(usize::MAX),
+            Some(first) => {
+                usize::try_from(after.saturating_add(1).saturating_sub(first.seq)).unwrap_or(usize::MAX)
+            }
             None => 0,
         };
         Ok(events.range(skip.min(events.len())..).cloned().collect())

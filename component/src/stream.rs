@@ -101,10 +101,8 @@ impl StreamMeta {
 
     /// A stream without a connection expires `retention` after its last activity.
     pub fn expired(&self, now: Millis, retention: Millis) -> bool {
-        matches!(
-            self.state,
-            StreamState::Resumable | StreamState::TerminalSent
-        ) && now.saturating_sub(self.last_active) > retention
+        matches!(self.state, StreamState::Resumable | StreamState::TerminalSent)
+            && now.saturating_sub(self.last_active) > retention
     }
 
     /// The request a client provably still waits for: a request stream whose terminal the

@@ -3,8 +3,8 @@
 
 use resume_gate::event_id::{EventId, session_tag};
 use resume_gate::{
-    Config, Decision, Event, FreshStart, Gate, GateError, Opened, Origin, RequestId, Resumption,
-    StaleReason, StreamNo,
+    Config, Decision, Event, FreshStart, Gate, GateError, Opened, Origin, RequestId, Resumption, StaleReason,
+    StreamNo,
 };
 
 const T0: u64 = 1_700_000_000_000;
@@ -22,27 +22,18 @@ impl Fixture {
     }
 
     fn with(config: Config) -> Self {
-        let mut f = Fixture {
-            gate: Gate::in_memory(config).unwrap(),
-            now: T0,
-            entropy: 7,
-        };
+        let mut f = Fixture { gate: Gate::in_memory(config).unwrap(), now: T0, entropy: 7 };
         f.open_session(S);
         f
     }
 
     fn open_session(&mut self, session: &str) -> u64 {
         self.entropy += 1;
-        self.gate
-            .open_session(session, self.now, self.entropy.to_le_bytes())
-            .unwrap()
-            .epoch
+        self.gate.open_session(session, self.now, self.entropy.to_le_bytes()).unwrap().epoch
     }
 
     fn post(&mut self, id: i64) -> Opened {
-        self.gate
-            .open_stream(S, Origin::Request(RequestId::Number(id)), self.now)
-            .unwrap()
+        self.gate.open_stream(S, Origin::Request(RequestId::Number(id)), self.now).unwrap()
     }
 
     fn emit(&mut self, stream: StreamNo, data: &str) -> Event {
@@ -50,9 +41,7 @@ impl Fixture {
     }
 
     fn terminal(&mut self, stream: StreamNo, data: &str) -> Event {
-        self.gate
-            .terminal(S, stream, data.into(), self.now)
-            .unwrap()
+        self.gate.terminal(S, stream, data.into(), self.now).unwrap()
     }
 
     fn get(&mut self, cursor: &str) -> Decision {
@@ -60,20 +49,14 @@ impl Fixture {
     }
 
     fn get_bytes(&mut self, cursor: &[u8]) -> Decision {
-        self.gate
-            .reconnect(S, cursor, Origin::Standalone, self.now)
-            .unwrap()
+        self.gate.reconnect(S, cursor, Origin::Standalone, self.now).unwrap()
     }
 
     /// A stream with `n` events emitted and its connection dropped.
     fn dropped_stream(&mut self, request: i64, n: usize) -> (Opened, Vec<Event>) {
         let opened = self.post(request);
-        let events = (0..n)
-            .map(|i| self.emit(opened.stream, &format!("event {i}")))
-            .collect();
-        self.gate
-            .detach(S, opened.stream, opened.attachment, self.now)
-            .unwrap();
+        let events = (0..n).map(|i| self.emit(opened.stream, &format!("event {i}"))).collect();
+        self.gate.detach(S, opened.stream, opened.attachment, self.now).unwrap();
         (opened, events)
     }
 
@@ -100,10 +83,7 @@ fn fresh(d: Decision) -> FreshStart {
 fn fresh_because(d: Decision, reason: StaleReason) -> FreshStart {
     let f = fresh(d);
     assert_eq!(f.reason, reason);
-    assert_eq!(
-        f.opened.priming.seq, 0,
-        "a fresh stream starts with its priming event"
-    );
+    assert_eq!(f.opened.priming.seq, 0, "a fresh stream starts with its priming event");
     assert!(f.opened.priming.data.is_empty());
     f
 }
@@ -132,11 +112,7 @@ mod row_1_the_id_parses {
         ];
         for cursor in cursors {
             let d = f.get_bytes(&cursor);
-            assert!(
-                fresh(d).reason == StaleReason::Malformed,
-                "{:?}",
-                String::from_utf8_lossy(&cursor)
-            );
+            assert!(fresh(d).reason == StaleReason::Malformed, "{:?}", String::from_utf8_lossy(&cursor));
         }
     }
 }
@@ -166,11 +142,8 @@ mod row_2_the_mac_verifies {
         let epoch = EventId::parse(opened.priming.id.as_bytes()).unwrap().epoch;
         let genuine = &events[0].id;
         let (fields, mac) = genuine.rsplit_once('.').unwrap();
-        let flipped = if mac.starts_with('0') {
-            mac.replacen('0', "1", 1)
-        } else {
-            format!("0{}", &mac[1..])
-        };
+        let flipped =
+            if mac.starts_with('0') { mac.replacen('0', "1", 1) } else { format!("0{}", &mac[1..]) };
         let cursors = [
             format!("{fields}.{flipped}"),
             fields.to_owned(),
@@ -190,39 +163,17 @@ mod row_3_minted_for_this_session {
     fn a_cursor_minted_for_another_session_never_replays_across_sessions() {
         let mut f = Fixture::new();
         f.open_session("session-b");
-        let theirs = f
-            .gate
-            .open_stream("session-b", Origin::Request(RequestId::Number(1)), f.now)
-            .unwrap();
-        let their_event = f
-            .gate
-            .emit("session-b", theirs.stream, "secret".into(), f.now)
-            .unwrap();
-        f.gate
-            .detach("session-b", theirs.stream, theirs.attachment, f.now)
-            .unwrap();
+        let theirs = f.gate.open_stream("session-b", Origin::Request(RequestId::Number(1)), f.now).unwrap();
+        let their_event = f.gate.emit("session-b", theirs.stream, "secret".into(), f.now).unwrap();
+        f.gate.detach("session-b", theirs.stream, theirs.attachment, f.now).unwrap();
 
         let d = f.get(&theirs.priming.id);
         let fr = fresh_because(d, StaleReason::OtherSession);
-        assert_eq!(
-            fr.stranded, None,
-            "nothing of another session is named either"
-        );
+        assert_eq!(fr.stranded, None, "nothing of another session is named either");
 
-        let owner = f
-            .gate
-            .reconnect(
-                "session-b",
-                theirs.priming.id.as_bytes(),
-                Origin::Standalone,
-                f.now,
-            )
-            .unwrap();
-        assert_eq!(
-            resumed(owner).events,
-            vec![their_event],
-            "the owner is not disturbed"
-        );
+        let owner =
+            f.gate.reconnect("session-b", theirs.priming.id.as_bytes(), Origin::Standalone, f.now).unwrap();
+        assert_eq!(resumed(owner).events, vec![their_event], "the owner is not disturbed");
     }
 }
 
@@ -241,11 +192,8 @@ mod row_4_the_current_epoch {
     fn a_cursor_from_before_a_restart_with_memory_state_is_epoch_changed() {
         let mut f = Fixture::new();
         let (opened, _) = f.dropped_stream(1, 2);
-        let mut restarted = Fixture {
-            gate: Gate::in_memory(Config::default()).unwrap(),
-            now: f.now,
-            entropy: 1000,
-        };
+        let mut restarted =
+            Fixture { gate: Gate::in_memory(Config::default()).unwrap(), now: f.now, entropy: 1000 };
         restarted.open_session(S);
         fresh_because(restarted.get(&opened.priming.id), StaleReason::EpochChanged);
     }
@@ -271,22 +219,12 @@ mod row_6_only_a_get_resumes {
         let mut f = Fixture::new();
         let (_, events) = f.dropped_stream(1, 2);
         let own = Origin::Request(RequestId::Text("call-2".into()));
-        let d = f
-            .gate
-            .reconnect(S, events[0].id.as_bytes(), own.clone(), f.now)
-            .unwrap();
+        let d = f.gate.reconnect(S, events[0].id.as_bytes(), own.clone(), f.now).unwrap();
         let fr = fresh_because(d, StaleReason::PostNeverResumes);
         let stream = fr.opened.stream;
-        assert!(
-            f.gate.terminal(S, stream, "result 2".into(), f.now).is_ok(),
-            "it is a request stream"
-        );
+        assert!(f.gate.terminal(S, stream, "result 2".into(), f.now).is_ok(), "it is a request stream");
         let r = resumed(f.get(&events[0].id));
-        assert_eq!(
-            data(&r.events),
-            ["event 1"],
-            "the original stream was left resumable"
-        );
+        assert_eq!(data(&r.events), ["event 1"], "the original stream was left resumable");
     }
 
     #[test]
@@ -327,19 +265,12 @@ mod row_7_the_stream_is_live {
         let mut f = Fixture::with(config.clone());
         let (_, events) = f.dropped_stream(1, 2);
         f.now += config.retention_ms;
-        assert!(
-            matches!(f.get(&events[0].id), Decision::Resume(_)),
-            "still within retention"
-        );
+        assert!(matches!(f.get(&events[0].id), Decision::Resume(_)), "still within retention");
         let (_, events) = f.dropped_stream(2, 2);
         f.now += config.retention_ms + 1;
         let fr = fresh_because(f.get(&events[0].id), StaleReason::Aborted);
         assert_eq!(fr.stranded, Some(RequestId::Number(2)));
-        assert_eq!(
-            f.gate.counters().unwrap().expired_streams,
-            0,
-            "expired by the decision itself"
-        );
+        assert_eq!(f.gate.counters().unwrap().expired_streams, 0, "expired by the decision itself");
     }
 
     #[test]
@@ -356,20 +287,12 @@ mod row_7_the_stream_is_live {
     fn a_cursor_into_a_superseded_standalone_stream_is_superseded() {
         let mut f = Fixture::new();
         let old = f.gate.open_stream(S, Origin::Standalone, f.now).unwrap();
-        f.gate
-            .emit(S, old.stream, "server request".into(), f.now)
-            .unwrap();
+        f.gate.emit(S, old.stream, "server request".into(), f.now).unwrap();
         let new = f.gate.open_stream(S, Origin::Standalone, f.now).unwrap();
         let fr = fresh_because(f.get(&old.priming.id), StaleReason::Superseded);
-        assert_eq!(
-            fr.stranded, None,
-            "a standalone stream carries no request of the client"
-        );
+        assert_eq!(fr.stranded, None, "a standalone stream carries no request of the client");
         assert_ne!(new.stream, old.stream);
-        assert_eq!(
-            f.gate.emit(S, old.stream, "late".into(), f.now),
-            Err(GateError::StreamFinished)
-        );
+        assert_eq!(f.gate.emit(S, old.stream, "late".into(), f.now), Err(GateError::StreamFinished));
     }
 }
 
@@ -381,19 +304,9 @@ mod row_8_the_sequence_number_was_issued {
         let mut f = Fixture::new();
         let (opened, _) = f.dropped_stream(1, 2);
         let epoch = EventId::parse(opened.priming.id.as_bytes()).unwrap().epoch;
-        fresh_because(
-            f.get(&f.crafted(epoch, opened.stream, 3)),
-            StaleReason::Unknown,
-        );
-        fresh_because(
-            f.get(&f.crafted(epoch, opened.stream, u64::MAX)),
-            StaleReason::Unknown,
-        );
-        assert_eq!(
-            resumed(f.get(&f.crafted(epoch, opened.stream, 2))).events,
-            vec![],
-            "seq 2 was issued"
-        );
+        fresh_because(f.get(&f.crafted(epoch, opened.stream, 3)), StaleReason::Unknown);
+        fresh_because(f.get(&f.crafted(epoch, opened.stream, u64::MAX)), StaleReason::Unknown);
+        assert_eq!(resumed(f.get(&f.crafted(epoch, opened.stream, 2))).events, vec![], "seq 2 was issued");
     }
 }
 
@@ -417,22 +330,12 @@ mod row_10_every_missed_event_is_buffered {
 
     #[test]
     fn a_cursor_whose_successors_were_evicted_is_evicted_never_a_partial_replay() {
-        let mut f = Fixture::with(Config {
-            max_events_per_stream: 3,
-            ..Config::default()
-        });
+        let mut f = Fixture::with(Config { max_events_per_stream: 3, ..Config::default() });
         let (opened, events) = f.dropped_stream(9, 5);
         // Buffered: events 3..=5. A cursor at event 2 needs 3.. and resumes; at 1 it needs 2.
-        assert_eq!(
-            data(&resumed(f.get(&events[1].id)).events),
-            ["event 2", "event 3", "event 4"]
-        );
+        assert_eq!(data(&resumed(f.get(&events[1].id)).events), ["event 2", "event 3", "event 4"]);
         let fr = fresh_because(f.get(&events[0].id), StaleReason::Evicted);
-        assert_eq!(
-            fr.stranded,
-            Some(RequestId::Number(9)),
-            "the client never gets its result"
-        );
+        assert_eq!(fr.stranded, Some(RequestId::Number(9)), "the client never gets its result");
         assert_eq!(
             f.gate.emit(S, opened.stream, "x".into(), f.now),
             Err(GateError::StreamFinished),
@@ -443,10 +346,7 @@ mod row_10_every_missed_event_is_buffered {
 
     #[test]
     fn the_byte_bound_evicts_too_and_an_oversized_event_is_sent_but_never_replayed() {
-        let mut f = Fixture::with(Config {
-            max_bytes_per_stream: 200,
-            ..Config::default()
-        });
+        let mut f = Fixture::with(Config { max_bytes_per_stream: 200, ..Config::default() });
         let opened = f.post(1);
         let small = f.emit(opened.stream, "small");
         let huge = f.emit(opened.stream, &"x".repeat(500));
@@ -481,13 +381,7 @@ mod all_checks_hold {
         let (opened, events) = f.dropped_stream(1, 2);
         let result = f.terminal(opened.stream, "result");
         let r = resumed(f.get(&events[1].id));
-        assert_eq!(
-            r.events,
-            vec![Event {
-                terminal: true,
-                ..result.clone()
-            }]
-        );
+        assert_eq!(r.events, vec![Event { terminal: true, ..result.clone() }]);
         assert!(r.includes_terminal);
         // It got the result: its next cursor is the terminal, and nothing is replayed again.
         fresh_because(f.get(&result.id), StaleReason::Completed);
@@ -500,16 +394,10 @@ mod all_checks_hold {
         let e1 = f.emit(opened.stream, "one");
         let r = resumed(f.get(&e1.id));
         assert_ne!(r.attachment, opened.attachment);
-        f.gate
-            .detach(S, opened.stream, opened.attachment, f.now)
-            .unwrap();
+        f.gate.detach(S, opened.stream, opened.attachment, f.now).unwrap();
         f.now += 10 * f.gate.config().retention_ms;
         let e2 = f.emit(opened.stream, "two");
-        assert_eq!(
-            resumed(f.get(&e1.id)).events,
-            vec![e2],
-            "still open: the stale detach did nothing"
-        );
+        assert_eq!(resumed(f.get(&e1.id)).events, vec![e2], "still open: the stale detach did nothing");
     }
 
     #[test]
@@ -535,17 +423,11 @@ mod table_order {
         let d = f.gate.reconnect(S, b"garbage", post(10), f.now).unwrap();
         assert_eq!(fresh(d).reason, StaleReason::Malformed);
         // A POST with the terminal id: 6 before 9.
-        let d = f
-            .gate
-            .reconnect(S, result.id.as_bytes(), post(11), f.now)
-            .unwrap();
+        let d = f.gate.reconnect(S, result.id.as_bytes(), post(11), f.now).unwrap();
         assert_eq!(fresh(d).reason, StaleReason::PostNeverResumes);
         // Another session's id naming a stream we lack: 3 before 5.
         f.open_session("session-b");
-        let d = f
-            .gate
-            .reconnect("session-b", result.id.as_bytes(), Origin::Standalone, f.now)
-            .unwrap();
+        let d = f.gate.reconnect("session-b", result.id.as_bytes(), Origin::Standalone, f.now).unwrap();
         assert_eq!(fresh(d).reason, StaleReason::OtherSession);
     }
 }
@@ -559,9 +441,7 @@ mod the_seeds_observed_failures {
         let opened = f.post(1);
         let progress = f.emit(opened.stream, "progress");
         let result = f.terminal(opened.stream, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
-        f.gate
-            .detach(S, opened.stream, opened.attachment, f.now)
-            .unwrap();
+        f.gate.detach(S, opened.stream, opened.attachment, f.now).unwrap();
         (f, opened, progress, result)
     }
 
@@ -576,15 +456,8 @@ mod the_seeds_observed_failures {
     #[test]
     fn the_same_id_on_a_new_post_runs_only_the_new_call() {
         let (mut f, opened, _, result) = finished();
-        let d = f
-            .gate
-            .reconnect(
-                S,
-                result.id.as_bytes(),
-                Origin::Request(RequestId::Number(2)),
-                f.now,
-            )
-            .unwrap();
+        let d =
+            f.gate.reconnect(S, result.id.as_bytes(), Origin::Request(RequestId::Number(2)), f.now).unwrap();
         let fr = fresh_because(d, StaleReason::PostNeverResumes);
         assert_ne!(fr.opened.stream, opened.stream);
         assert_eq!(f.gate.counters().unwrap().events_replayed, 0);
@@ -607,24 +480,15 @@ mod state_transitions {
         let mut f = Fixture::new();
         let opened = f.post(1);
         f.terminal(opened.stream, "result");
-        assert_eq!(
-            f.gate.emit(S, opened.stream, "late".into(), f.now),
-            Err(GateError::StreamFinished)
-        );
-        assert_eq!(
-            f.gate.terminal(S, opened.stream, "again".into(), f.now),
-            Err(GateError::StreamFinished)
-        );
+        assert_eq!(f.gate.emit(S, opened.stream, "late".into(), f.now), Err(GateError::StreamFinished));
+        assert_eq!(f.gate.terminal(S, opened.stream, "again".into(), f.now), Err(GateError::StreamFinished));
     }
 
     #[test]
     fn a_standalone_stream_has_no_terminal_event() {
         let mut f = Fixture::new();
         let opened = f.gate.open_stream(S, Origin::Standalone, f.now).unwrap();
-        assert_eq!(
-            f.gate.terminal(S, opened.stream, "x".into(), f.now),
-            Err(GateError::NotARequestStream)
-        );
+        assert_eq!(f.gate.terminal(S, opened.stream, "x".into(), f.now), Err(GateError::NotARequestStream));
     }
 
     #[test]
@@ -637,10 +501,7 @@ mod state_transitions {
 
     #[test]
     fn priming_events_carry_the_retry_hint() {
-        let mut f = Fixture::with(Config {
-            retry_ms: Some(2500),
-            ..Config::default()
-        });
+        let mut f = Fixture::with(Config { retry_ms: Some(2500), ..Config::default() });
         let opened = f.post(1);
         assert_eq!(opened.priming.retry_ms, Some(2500));
         assert_eq!(f.emit(opened.stream, "x").retry_ms, None);
@@ -660,8 +521,7 @@ mod sessions_and_bounds {
         );
         f.gate.end_session(S).unwrap();
         assert_eq!(
-            f.gate
-                .reconnect(S, opened.priming.id.as_bytes(), Origin::Standalone, f.now),
+            f.gate.reconnect(S, opened.priming.id.as_bytes(), Origin::Standalone, f.now),
             Err(GateError::UnknownSession)
         );
         assert_eq!(f.gate.end_session(S), Err(GateError::UnknownSession));
@@ -671,11 +531,7 @@ mod sessions_and_bounds {
     fn session_ids_must_be_visible_ascii_and_bounded() {
         let mut f = Fixture::new();
         for bad in ["", "has space", "tab\t", "é", &"x".repeat(129)] {
-            assert_eq!(
-                f.gate.open_session(bad, f.now, [0; 8]),
-                Err(GateError::InvalidSessionId),
-                "{bad:?}"
-            );
+            assert_eq!(f.gate.open_session(bad, f.now, [0; 8]), Err(GateError::InvalidSessionId), "{bad:?}");
         }
     }
 
@@ -683,99 +539,54 @@ mod sessions_and_bounds {
     fn a_request_id_opens_only_one_stream_per_session() {
         let mut f = Fixture::new();
         f.post(1);
-        let again = f
-            .gate
-            .open_stream(S, Origin::Request(RequestId::Number(1)), f.now);
+        let again = f.gate.open_stream(S, Origin::Request(RequestId::Number(1)), f.now);
         assert_eq!(again, Err(GateError::DuplicateRequestId));
         f.open_session("session-b");
-        assert!(
-            f.gate
-                .open_stream("session-b", Origin::Request(RequestId::Number(1)), f.now)
-                .is_ok()
-        );
+        assert!(f.gate.open_stream("session-b", Origin::Request(RequestId::Number(1)), f.now).is_ok());
     }
 
     #[test]
     fn tombstones_make_room_for_new_streams_but_live_streams_never_do() {
-        let mut f = Fixture::with(Config {
-            max_streams_per_session: 2,
-            ..Config::default()
-        });
+        let mut f = Fixture::with(Config { max_streams_per_session: 2, ..Config::default() });
         let a = f.post(1);
         let result = f.terminal(a.stream, "done");
         f.post(2);
-        let third = f
-            .gate
-            .open_stream(S, Origin::Request(RequestId::Number(3)), f.now);
-        assert_eq!(
-            third,
-            Err(GateError::TooManyStreams),
-            "a terminal-sent stream is still live"
-        );
+        let third = f.gate.open_stream(S, Origin::Request(RequestId::Number(3)), f.now);
+        assert_eq!(third, Err(GateError::TooManyStreams), "a terminal-sent stream is still live");
         // The client acknowledges a's result: a becomes a tombstone, and the fresh stream takes
         // its place.
         fresh_because(f.get(&result.id), StaleReason::Completed);
         assert_eq!(f.gate.store().stats().streams, 2);
-        let d = f.gate.reconnect(
-            S,
-            result.id.as_bytes(),
-            Origin::Request(RequestId::Number(4)),
-            f.now,
-        );
-        assert_eq!(
-            d,
-            Err(GateError::TooManyStreams),
-            "no tombstone left to drop"
-        );
+        let d = f.gate.reconnect(S, result.id.as_bytes(), Origin::Request(RequestId::Number(4)), f.now);
+        assert_eq!(d, Err(GateError::TooManyStreams), "no tombstone left to drop");
     }
 
     #[test]
     fn a_full_session_refuses_new_streams_while_all_are_live() {
-        let mut f = Fixture::with(Config {
-            max_streams_per_session: 2,
-            ..Config::default()
-        });
+        let mut f = Fixture::with(Config { max_streams_per_session: 2, ..Config::default() });
         f.post(1);
         f.post(2);
-        let third = f
-            .gate
-            .open_stream(S, Origin::Request(RequestId::Number(3)), f.now);
+        let third = f.gate.open_stream(S, Origin::Request(RequestId::Number(3)), f.now);
         assert_eq!(third, Err(GateError::TooManyStreams));
     }
 
     #[test]
     fn an_aborted_stream_is_a_tombstone_that_makes_room() {
-        let mut f = Fixture::with(Config {
-            max_streams_per_session: 2,
-            ..Config::default()
-        });
+        let mut f = Fixture::with(Config { max_streams_per_session: 2, ..Config::default() });
         let a = f.post(1);
         f.post(2);
         f.gate.abort(S, a.stream).unwrap();
-        assert!(
-            f.gate
-                .open_stream(S, Origin::Request(RequestId::Number(3)), f.now)
-                .is_ok()
-        );
+        assert!(f.gate.open_stream(S, Origin::Request(RequestId::Number(3)), f.now).is_ok());
         assert_eq!(f.gate.store().stats().streams, 2, "a's record was dropped");
     }
 
     #[test]
     fn a_full_gate_reclaims_an_idle_session_and_refuses_when_none_is_idle() {
-        let config = Config {
-            max_sessions: 2,
-            ..Config::default()
-        };
+        let config = Config { max_sessions: 2, ..Config::default() };
         let mut f = Fixture::with(config.clone());
         f.open_session("session-b");
-        let busy = f
-            .gate
-            .open_stream("session-b", Origin::Standalone, f.now)
-            .unwrap();
-        assert_eq!(
-            f.gate.open_session("session-c", f.now, [1; 8]),
-            Err(GateError::TooManySessions)
-        );
+        let busy = f.gate.open_stream("session-b", Origin::Standalone, f.now).unwrap();
+        assert_eq!(f.gate.open_session("session-c", f.now, [1; 8]), Err(GateError::TooManySessions));
         f.now += config.session_idle_ms + 1;
         f.gate.open_session("session-c", f.now, [1; 8]).unwrap();
         assert_eq!(
@@ -783,55 +594,22 @@ mod sessions_and_bounds {
             Err(GateError::UnknownSession),
             "A was idle"
         );
-        assert!(
-            f.gate
-                .reconnect(
-                    "session-b",
-                    busy.priming.id.as_bytes(),
-                    Origin::Standalone,
-                    f.now
-                )
-                .is_ok()
-        );
+        assert!(f.gate.reconnect("session-b", busy.priming.id.as_bytes(), Origin::Standalone, f.now).is_ok());
     }
 
     #[test]
     fn invalid_configurations_are_refused() {
         let bad = [
-            Config {
-                max_events_per_stream: 0,
-                ..Config::default()
-            },
-            Config {
-                max_bytes_per_stream: 0,
-                ..Config::default()
-            },
-            Config {
-                max_streams_per_session: 0,
-                ..Config::default()
-            },
-            Config {
-                max_sessions: 0,
-                ..Config::default()
-            },
-            Config {
-                retention_ms: 0,
-                ..Config::default()
-            },
-            Config {
-                session_idle_ms: 0,
-                ..Config::default()
-            },
-            Config {
-                signing_key: Some(b"short".to_vec()),
-                ..Config::default()
-            },
+            Config { max_events_per_stream: 0, ..Config::default() },
+            Config { max_bytes_per_stream: 0, ..Config::default() },
+            Config { max_streams_per_session: 0, ..Config::default() },
+            Config { max_sessions: 0, ..Config::default() },
+            Config { retention_ms: 0, ..Config::default() },
+            Config { session_idle_ms: 0, ..Config::default() },
+            Config { signing_key: Some(b"short".to_vec()), ..Config::default() },
         ];
         for config in bad {
-            assert!(matches!(
-                Gate::in_memory(config),
-                Err(GateError::InvalidConfig(_))
-            ));
+            assert!(matches!(Gate::in_memory(config), Err(GateError::InvalidConfig(_))));
         }
     }
 
@@ -839,12 +617,7 @@ mod sessions_and_bounds {
     fn a_new_signing_key_makes_old_ids_forged() {
         let mut f = Fixture::new();
         let (_, events) = f.dropped_stream(1, 2);
-        f.gate
-            .configure(Config {
-                signing_key: Some(vec![7; 32]),
-                ..Config::default()
-            })
-            .unwrap();
+        f.gate.configure(Config { signing_key: Some(vec![7; 32]), ..Config::default() }).unwrap();
         fresh_because(f.get(&events[0].id), StaleReason::Forged);
     }
 

@@ -37,10 +37,7 @@ pub struct HostState {
 
 impl WasiView for HostState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView {
-            ctx: &mut self.wasi,
-            table: &mut self.table,
-        }
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
@@ -65,20 +62,10 @@ impl GateHost {
     }
 
     /// Instantiates the gate with a WASI context of the caller's (e.g. a test clock).
-    pub fn with_wasi(
-        engine: &Engine,
-        component: &Component,
-        wasi: WasiCtx,
-    ) -> anyhow::Result<Self> {
+    pub fn with_wasi(engine: &Engine, component: &Component, wasi: WasiCtx) -> anyhow::Result<Self> {
         let mut linker = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        let mut store = Store::new(
-            engine,
-            HostState {
-                wasi,
-                table: ResourceTable::new(),
-            },
-        );
+        let mut store = Store::new(engine, HostState { wasi, table: ResourceTable::new() });
         let gate = GateMemory::instantiate(&mut store, component, &linker)?;
         Ok(Self { store, gate })
     }

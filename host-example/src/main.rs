@@ -2,16 +2,14 @@
 //! the real component in wasmtime and prints each decision of the gate with its reason.
 
 use anyhow::{Result, anyhow, bail};
-use host_example::GateHost;
 use host_example::types::{Decision, Event, GateError, Origin, RequestId, StaleReason};
+use host_example::{GateExports, GateHost, HostState};
 
 fn main() -> Result<()> {
     match std::env::args().nth(1).as_deref() {
         Some("demo") => demo(),
         _ => {
-            eprintln!(
-                "usage: host-example demo    play the seed's stale-cursor scenario through the gate"
-            );
+            eprintln!("usage: host-example demo    play the seed's stale-cursor scenario through the gate");
             std::process::exit(2)
         }
     }
@@ -27,8 +25,7 @@ fn demo() -> Result<()> {
     println!("\nsession {session} opened, epoch {epoch:016x}");
 
     println!("\n1. POST tools/call (id 1, `append`): the gate opens a stream");
-    let opened =
-        ok(gate.call_open_stream(&mut *store, session, &Origin::Request(RequestId::Number(1)))?)?;
+    let opened = ok(gate.call_open_stream(&mut *store, session, &Origin::Request(RequestId::Number(1)))?)?;
     show("   sent", &opened.priming);
     let progress = ok(gate.call_on_emit(
         &mut *store,
@@ -40,75 +37,32 @@ fn demo() -> Result<()> {
 
     println!("\n2. the connection drops; the tool finishes while nobody listens");
     ok(gate.call_on_detach(&mut *store, session, opened.stream, opened.attachment)?)?;
-    let result = ok(gate.call_on_terminal(
-        &mut *store,
-        session,
-        opened.stream,
-        r#"{"id":1,"result":"3 lines"}"#,
-    )?)?;
+    let result =
+        ok(gate.call_on_terminal(&mut *store, session, opened.stream, r#"{"id":1,"result":"3 lines"}"#)?)?;
     show("   recorded", &result);
 
     println!("\n3. GET with Last-Event-ID = the progress event: a valid continuation point");
-    let d = gate.call_on_reconnect(
-        &mut *store,
-        session,
-        progress.id.as_bytes(),
-        &Origin::Standalone,
-    )?;
-    explain(&ok(d)?);
+    reconnect(gate, store, session, progress.id.as_bytes(), &Origin::Standalone)?;
 
     println!("\n4. GET with Last-Event-ID = the terminal event (the seed's failure 1)");
     println!("   the naive rule finds the id in its buffer and replays the result again");
-    let d = gate.call_on_reconnect(
-        &mut *store,
-        session,
-        result.id.as_bytes(),
-        &Origin::Standalone,
-    )?;
-    explain(&ok(d)?);
+    reconnect(gate, store, session, result.id.as_bytes(), &Origin::Standalone)?;
 
-    println!(
-        "\n5. a new POST tools/call (id 2) carrying that same Last-Event-ID (the seed's failure 2)"
-    );
-    let d = gate.call_on_reconnect(
-        &mut *store,
-        session,
-        result.id.as_bytes(),
-        &Origin::Request(RequestId::Number(2)),
-    )?;
-    explain(&ok(d)?);
+    println!("\n5. a new POST tools/call (id 2) carrying that same Last-Event-ID (the seed's failure 2)");
+    reconnect(gate, store, session, result.id.as_bytes(), &Origin::Request(RequestId::Number(2)))?;
 
     println!("\n6. same session id, a cursor from the finished stream (the seed's failure 3)");
-    let d = gate.call_on_reconnect(
-        &mut *store,
-        session,
-        progress.id.as_bytes(),
-        &Origin::Standalone,
-    )?;
-    explain(&ok(d)?);
+    reconnect(gate, store, session, progress.id.as_bytes(), &Origin::Standalone)?;
 
     println!("\n7. the session is re-issued (new epoch); the old cursor comes back");
     ok(gate.call_open_session(&mut *store, session)?)?;
-    let d = gate.call_on_reconnect(
-        &mut *store,
-        session,
-        progress.id.as_bytes(),
-        &Origin::Standalone,
-    )?;
-    explain(&ok(d)?);
+    reconnect(gate, store, session, progress.id.as_bytes(), &Origin::Standalone)?;
 
     println!("\n8. a cursor minted for another session, and one that is garbage");
     ok(gate.call_open_session(&mut *store, "other-session")?)?;
     let other = ok(gate.call_open_stream(&mut *store, "other-session", &Origin::Standalone)?)?;
-    let d = gate.call_on_reconnect(
-        &mut *store,
-        session,
-        other.priming.id.as_bytes(),
-        &Origin::Standalone,
-    )?;
-    explain(&ok(d)?);
-    let d = gate.call_on_reconnect(&mut *store, session, b"1-2-3", &Origin::Standalone)?;
-    explain(&ok(d)?);
+    reconnect(gate, store, session, other.priming.id.as_bytes(), &Origin::Standalone)?;
+    reconnect(gate, store, session, b"1-2-3", &Origin::Standalone)?;
 
     let c = gate.call_read_counters(&mut *store)?;
     println!(
@@ -148,12 +102,19 @@ fn ok<T>(r: Result<T, GateError>) -> Result<T> {
     r.map_err(|e| anyhow!("gate error: {e:?}"))
 }
 
+fn reconnect(
+    gate: &GateExports,
+    store: &mut wasmtime::Store<HostState>,
+    session: &str,
+    cursor: &[u8],
+    origin: &Origin,
+) -> Result<()> {
+    explain(&ok(gate.call_on_reconnect(store, session, cursor, origin)?)?);
+    Ok(())
+}
+
 fn show(verb: &str, e: &Event) {
-    let what = if e.data.is_empty() {
-        "(priming)"
-    } else {
-        &e.data
-    };
+    let what = if e.data.is_empty() { "(priming)" } else { &e.data };
     let terminal = if e.terminal { " [terminal]" } else { "" };
     println!("{verb} id={} {what}{terminal}", e.id);
 }
@@ -161,11 +122,7 @@ fn show(verb: &str, e: &Event) {
 fn explain(d: &Decision) {
     match d {
         Decision::Resume(r) => {
-            println!(
-                "   gate: RESUME stream {}, replaying {} event(s)",
-                r.stream,
-                r.events.len()
-            );
+            println!("   gate: RESUME stream {}, replaying {} event(s)", r.stream, r.events.len());
             for e in &r.events {
                 show("     replay", e);
             }

@@ -12,8 +12,8 @@ use anyhow::Result;
 use host_example::GateHost;
 use host_example::types as wit;
 use resume_gate::{
-    Config, Decision, Event, FreshStart, Gate, GateError, Opened, Origin, RequestId, Resumption,
-    SessionInfo, StaleReason,
+    Config, Decision, Event, FreshStart, Gate, GateError, Opened, Origin, RequestId, Resumption, SessionInfo,
+    StaleReason,
 };
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -27,18 +27,8 @@ pub trait Driver {
     fn end_session(&mut self, session: &str) -> Result<Result<(), GateError>>;
     fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Result<Opened, GateError>>;
     fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Result<Event, GateError>>;
-    fn terminal(
-        &mut self,
-        session: &str,
-        stream: u64,
-        data: &str,
-    ) -> Result<Result<Event, GateError>>;
-    fn detach(
-        &mut self,
-        session: &str,
-        stream: u64,
-        attachment: u32,
-    ) -> Result<Result<(), GateError>>;
+    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Result<Event, GateError>>;
+    fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<Result<(), GateError>>;
     fn abort(&mut self, session: &str, stream: u64) -> Result<Result<(), GateError>>;
     fn reconnect(
         &mut self,
@@ -57,11 +47,7 @@ pub struct Native {
 
 impl Native {
     pub fn new(config: Config) -> Self {
-        Self {
-            gate: Gate::in_memory(config).expect("valid config"),
-            now: 0,
-            entropy: 0x5eed,
-        }
+        Self { gate: Gate::in_memory(config).expect("valid config"), now: 0, entropy: 0x5eed }
     }
 }
 
@@ -73,13 +59,8 @@ impl Driver for Native {
         Ok(self.gate.configure(config.clone()))
     }
     fn open_session(&mut self, session: &str) -> Result<Result<SessionInfo, GateError>> {
-        self.entropy = self
-            .entropy
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        Ok(self
-            .gate
-            .open_session(session, self.now, self.entropy.to_le_bytes()))
+        self.entropy = self.entropy.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        Ok(self.gate.open_session(session, self.now, self.entropy.to_le_bytes()))
     }
     fn end_session(&mut self, session: &str) -> Result<Result<(), GateError>> {
         Ok(self.gate.end_session(session))
@@ -90,22 +71,10 @@ impl Driver for Native {
     fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Result<Event, GateError>> {
         Ok(self.gate.emit(session, stream, data.to_owned(), self.now))
     }
-    fn terminal(
-        &mut self,
-        session: &str,
-        stream: u64,
-        data: &str,
-    ) -> Result<Result<Event, GateError>> {
-        Ok(self
-            .gate
-            .terminal(session, stream, data.to_owned(), self.now))
+    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Result<Event, GateError>> {
+        Ok(self.gate.terminal(session, stream, data.to_owned(), self.now))
     }
-    fn detach(
-        &mut self,
-        session: &str,
-        stream: u64,
-        attachment: u32,
-    ) -> Result<Result<(), GateError>> {
+    fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<Result<(), GateError>> {
         Ok(self.gate.detach(session, stream, attachment, self.now))
     }
     fn abort(&mut self, session: &str, stream: u64) -> Result<Result<(), GateError>> {
@@ -117,9 +86,7 @@ impl Driver for Native {
         cursor: &[u8],
         origin: &Origin,
     ) -> Result<Result<Decision, GateError>> {
-        Ok(self
-            .gate
-            .reconnect(session, cursor, origin.clone(), self.now))
+        Ok(self.gate.reconnect(session, cursor, origin.clone(), self.now))
     }
 }
 
@@ -148,8 +115,8 @@ pub fn compiled_gate() -> (Engine, Component) {
     COMPILED
         .get_or_init(|| {
             let engine = Engine::default();
-            let component = GateHost::compile(&engine, host_example::GATE_WASM)
-                .expect("compile the gate component");
+            let component =
+                GateHost::compile(&engine, host_example::GATE_WASM).expect("compile the gate component");
             (engine, component)
         })
         .clone()
@@ -166,10 +133,7 @@ impl Wasm {
         let (engine, component) = compiled_gate();
         let clock = TestClock::default();
         let wasi = WasiCtxBuilder::new().wall_clock(clock.clone()).build();
-        Ok(Self {
-            host: GateHost::with_wasi(&engine, &component, wasi)?,
-            clock,
-        })
+        Ok(Self { host: GateHost::with_wasi(&engine, &component, wasi)?, clock })
     }
 }
 
@@ -179,9 +143,7 @@ impl Driver for Wasm {
     }
     fn configure(&mut self, config: &Config) -> Result<Result<(), GateError>> {
         let (gate, store) = self.host.gate();
-        Ok(gate
-            .call_configure(store, &to_wit_config(config))?
-            .map_err(from_wit_error))
+        Ok(gate.call_configure(store, &to_wit_config(config))?.map_err(from_wit_error))
     }
     fn open_session(&mut self, session: &str) -> Result<Result<SessionInfo, GateError>> {
         let (gate, store) = self.host.gate();
@@ -192,9 +154,7 @@ impl Driver for Wasm {
     }
     fn end_session(&mut self, session: &str) -> Result<Result<(), GateError>> {
         let (gate, store) = self.host.gate();
-        Ok(gate
-            .call_end_session(store, session)?
-            .map_err(from_wit_error))
+        Ok(gate.call_end_session(store, session)?.map_err(from_wit_error))
     }
     fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Result<Opened, GateError>> {
         let (gate, store) = self.host.gate();
@@ -205,39 +165,19 @@ impl Driver for Wasm {
     }
     fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Result<Event, GateError>> {
         let (gate, store) = self.host.gate();
-        Ok(gate
-            .call_on_emit(store, session, stream, data)?
-            .map(from_wit_event)
-            .map_err(from_wit_error))
+        Ok(gate.call_on_emit(store, session, stream, data)?.map(from_wit_event).map_err(from_wit_error))
     }
-    fn terminal(
-        &mut self,
-        session: &str,
-        stream: u64,
-        data: &str,
-    ) -> Result<Result<Event, GateError>> {
+    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Result<Event, GateError>> {
         let (gate, store) = self.host.gate();
-        Ok(gate
-            .call_on_terminal(store, session, stream, data)?
-            .map(from_wit_event)
-            .map_err(from_wit_error))
+        Ok(gate.call_on_terminal(store, session, stream, data)?.map(from_wit_event).map_err(from_wit_error))
     }
-    fn detach(
-        &mut self,
-        session: &str,
-        stream: u64,
-        attachment: u32,
-    ) -> Result<Result<(), GateError>> {
+    fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<Result<(), GateError>> {
         let (gate, store) = self.host.gate();
-        Ok(gate
-            .call_on_detach(store, session, stream, attachment)?
-            .map_err(from_wit_error))
+        Ok(gate.call_on_detach(store, session, stream, attachment)?.map_err(from_wit_error))
     }
     fn abort(&mut self, session: &str, stream: u64) -> Result<Result<(), GateError>> {
         let (gate, store) = self.host.gate();
-        Ok(gate
-            .call_abort_stream(store, session, stream)?
-            .map_err(from_wit_error))
+        Ok(gate.call_abort_stream(store, session, stream)?.map_err(from_wit_error))
     }
     fn reconnect(
         &mut self,
@@ -281,9 +221,7 @@ fn to_wit_origin(o: &Origin) -> wit::Origin {
     match o {
         Origin::Standalone => wit::Origin::Standalone,
         Origin::Request(RequestId::Number(n)) => wit::Origin::Request(wit::RequestId::Number(*n)),
-        Origin::Request(RequestId::Text(s)) => {
-            wit::Origin::Request(wit::RequestId::Text(s.clone()))
-        }
+        Origin::Request(RequestId::Text(s)) => wit::Origin::Request(wit::RequestId::Text(s.clone())),
     }
 }
 
@@ -295,22 +233,11 @@ fn from_wit_request_id(id: wit::RequestId) -> RequestId {
 }
 
 fn from_wit_event(e: wit::Event) -> Event {
-    Event {
-        id: e.id,
-        stream: e.stream,
-        seq: e.seq,
-        data: e.data,
-        retry_ms: e.retry_ms,
-        terminal: e.terminal,
-    }
+    Event { id: e.id, stream: e.stream, seq: e.seq, data: e.data, retry_ms: e.retry_ms, terminal: e.terminal }
 }
 
 fn from_wit_opened(o: wit::Opened) -> Opened {
-    Opened {
-        stream: o.stream,
-        attachment: o.attachment,
-        priming: from_wit_event(o.priming),
-    }
+    Opened { stream: o.stream, attachment: o.attachment, priming: from_wit_event(o.priming) }
 }
 
 pub fn from_wit_reason(r: wit::StaleReason) -> StaleReason {

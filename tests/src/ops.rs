@@ -142,26 +142,13 @@ pub struct Run<D> {
 impl<D: Driver> Run<D> {
     pub fn new(mut driver: D, config: &Config) -> Self {
         driver.set_now(T0);
-        driver
-            .configure(config)
-            .expect("no trap")
-            .expect("valid config");
-        Self {
-            driver,
-            now: T0,
-            issued: Vec::new(),
-            streams: Vec::new(),
-            step: 0,
-        }
+        driver.configure(config).expect("no trap").expect("valid config");
+        Self { driver, now: T0, issued: Vec::new(), streams: Vec::new(), step: 0 }
     }
 
     fn stream(&self, k: usize) -> OpenedStream {
         match self.streams.len() {
-            0 => OpenedStream {
-                session: SESSIONS[0].into(),
-                stream: 1,
-                attachment: 1,
-            },
+            0 => OpenedStream { session: SESSIONS[0].into(), stream: 1, attachment: 1 },
             n => self.streams[k % n].clone(),
         }
     }
@@ -185,11 +172,7 @@ impl<D: Driver> Run<D> {
             Op::OpenStream(s, o) => Call::OpenStream(session(*s), origin(o)),
             Op::Emit(k, n) => {
                 let st = self.stream(*k);
-                Call::Emit(
-                    st.session,
-                    st.stream,
-                    format!("{}:{}", self.step, "d".repeat(*n as usize)),
-                )
+                Call::Emit(st.session, st.stream, format!("{}:{}", self.step, "d".repeat(*n as usize)))
             }
             Op::Terminal(k) => {
                 let st = self.stream(*k);
@@ -197,11 +180,7 @@ impl<D: Driver> Run<D> {
             }
             Op::Detach(k, latest) => {
                 let st = self.stream(*k);
-                let attachment = if *latest {
-                    st.attachment
-                } else {
-                    st.attachment.wrapping_sub(1)
-                };
+                let attachment = if *latest { st.attachment } else { st.attachment.wrapping_sub(1) };
                 Call::Detach(st.session, st.stream, attachment)
             }
             Op::Abort(k) => {
@@ -215,12 +194,10 @@ impl<D: Driver> Run<D> {
                         let mut id = self.issued(*k);
                         // Only bytes that are the same on every side: not the random epoch,
                         // nor the MAC that depends on it.
-                        let positions: Vec<usize> = (0..id.len())
-                            .filter(|&p| same_on_every_side(&id, p))
-                            .collect();
-                        if let Some(byte) = positions
-                            .get(i % positions.len().max(1))
-                            .and_then(|&p| id.get_mut(p))
+                        let positions: Vec<usize> =
+                            (0..id.len()).filter(|&p| same_on_every_side(&id, p)).collect();
+                        if let Some(byte) =
+                            positions.get(i % positions.len().max(1)).and_then(|&p| id.get_mut(p))
                         {
                             *byte = *b;
                         }
@@ -284,10 +261,8 @@ impl<D: Driver> Run<D> {
                 match &r {
                     Ok(Decision::Fresh(f)) => self.opened(s, &f.opened),
                     Ok(Decision::Resume(res)) => {
-                        if let Some(st) = self
-                            .streams
-                            .iter_mut()
-                            .find(|st| st.session == *s && st.stream == res.stream)
+                        if let Some(st) =
+                            self.streams.iter_mut().find(|st| st.session == *s && st.stream == res.stream)
                         {
                             st.attachment = res.attachment;
                         }
@@ -318,11 +293,7 @@ impl<D: Driver> Run<D> {
 fn same_on_every_side(id: &[u8], p: usize) -> bool {
     const EPOCH: std::ops::Range<usize> = 4..20;
     let signed = EventId::parse(id).is_some_and(|parsed| parsed.mac.is_some());
-    let mac_start = if signed {
-        id.len().saturating_sub(33)
-    } else {
-        id.len()
-    };
+    let mac_start = if signed { id.len().saturating_sub(33) } else { id.len() };
     !EPOCH.contains(&p) && p < mac_start
 }
 
@@ -346,26 +317,15 @@ impl Normalizer {
             }
         };
         let signed = if parsed.mac.is_some() { ".signed" } else { "" };
-        format!(
-            "epoch{n}.{}.{}.{}{signed}",
-            hex::encode(parsed.session),
-            parsed.stream,
-            parsed.seq
-        )
+        format!("epoch{n}.{}.{}.{}{signed}", hex::encode(parsed.session), parsed.stream, parsed.seq)
     }
 
     fn event(&mut self, e: &Event) -> Event {
-        Event {
-            id: self.id(&e.id),
-            ..e.clone()
-        }
+        Event { id: self.id(&e.id), ..e.clone() }
     }
 
     fn opened(&mut self, o: &Opened) -> Opened {
-        Opened {
-            priming: self.event(&o.priming),
-            ..o.clone()
-        }
+        Opened { priming: self.event(&o.priming), ..o.clone() }
     }
 
     pub fn outcome(&mut self, o: &Outcome) -> Outcome {

@@ -13,27 +13,12 @@ fn gate() -> Wasm {
 /// After the abuse, a normal drop-and-resume still works on the same instance.
 fn still_works(w: &mut Wasm) {
     let (g, store) = w.host.gate();
-    g.call_open_session(&mut *store, "healthy")
-        .unwrap()
-        .unwrap();
+    g.call_open_session(&mut *store, "healthy").unwrap().unwrap();
     let origin = Origin::Request(RequestId::Text("after-abuse".into()));
-    let opened = g
-        .call_open_stream(&mut *store, "healthy", &origin)
-        .unwrap()
-        .unwrap();
-    let e = g
-        .call_on_emit(&mut *store, "healthy", opened.stream, "one")
-        .unwrap()
-        .unwrap();
-    g.call_on_detach(&mut *store, "healthy", opened.stream, opened.attachment)
-        .unwrap()
-        .unwrap();
-    let d = g.call_on_reconnect(
-        &mut *store,
-        "healthy",
-        opened.priming.id.as_bytes(),
-        &Origin::Standalone,
-    );
+    let opened = g.call_open_stream(&mut *store, "healthy", &origin).unwrap().unwrap();
+    let e = g.call_on_emit(&mut *store, "healthy", opened.stream, "one").unwrap().unwrap();
+    g.call_on_detach(&mut *store, "healthy", opened.stream, opened.attachment).unwrap().unwrap();
+    let d = g.call_on_reconnect(&mut *store, "healthy", opened.priming.id.as_bytes(), &Origin::Standalone);
     match d.unwrap().unwrap() {
         Decision::Resume(r) => assert_eq!(r.events, vec![e]),
         Decision::Fresh(f) => panic!("expected a resume, got {:?}", f.reason),
@@ -50,26 +35,11 @@ fn the_artifact_is_a_wasm32_wasip2_component_that_imports_only_wasi() {
     );
     let (engine, component) = compiled_gate();
     let ty = component.component_type();
-    let imports: Vec<String> = ty
-        .imports(&engine)
-        .map(|(name, _)| name.to_owned())
-        .collect();
-    assert!(
-        imports.iter().all(|i| i.starts_with("wasi:")),
-        "{imports:?}"
-    );
-    let exports: Vec<String> = ty
-        .exports(&engine)
-        .map(|(name, _)| name.to_owned())
-        .collect();
-    assert!(
-        exports.contains(&"mcp:resume-gate/gate@0.1.0".to_owned()),
-        "{exports:?}"
-    );
-    assert!(
-        exports.contains(&"mcp:resume-gate/types@0.1.0".to_owned()),
-        "{exports:?}"
-    );
+    let imports: Vec<String> = ty.imports(&engine).map(|(name, _)| name.to_owned()).collect();
+    assert!(imports.iter().all(|i| i.starts_with("wasi:")), "{imports:?}");
+    let exports: Vec<String> = ty.exports(&engine).map(|(name, _)| name.to_owned()).collect();
+    assert!(exports.contains(&"mcp:resume-gate/gate@0.1.0".to_owned()), "{exports:?}");
+    assert!(exports.contains(&"mcp:resume-gate/types@0.1.0".to_owned()), "{exports:?}");
 }
 
 #[test]
@@ -77,84 +47,35 @@ fn huge_and_invalid_inputs_get_typed_errors_or_fresh_decisions_never_a_trap() {
     let mut w = gate();
     let (g, store) = w.host.gate();
     let huge = "x".repeat(1 << 20);
+    assert_eq!(g.call_open_session(&mut *store, &huge).unwrap(), Err(GateError::InvalidSessionId));
+    assert_eq!(g.call_open_session(&mut *store, "").unwrap(), Err(GateError::InvalidSessionId));
+    assert_eq!(g.call_open_session(&mut *store, "bad\nid").unwrap(), Err(GateError::InvalidSessionId));
+    assert_eq!(g.call_end_session(&mut *store, "nobody").unwrap(), Err(GateError::UnknownSession));
     assert_eq!(
-        g.call_open_session(&mut *store, &huge).unwrap(),
+        g.call_open_stream(&mut *store, &huge, &Origin::Standalone).unwrap(),
         Err(GateError::InvalidSessionId)
     );
+    assert_eq!(g.call_on_emit(&mut *store, "nobody", 1, "x").unwrap(), Err(GateError::UnknownSession));
     assert_eq!(
-        g.call_open_session(&mut *store, "").unwrap(),
-        Err(GateError::InvalidSessionId)
-    );
-    assert_eq!(
-        g.call_open_session(&mut *store, "bad\nid").unwrap(),
-        Err(GateError::InvalidSessionId)
-    );
-    assert_eq!(
-        g.call_end_session(&mut *store, "nobody").unwrap(),
-        Err(GateError::UnknownSession)
-    );
-    assert_eq!(
-        g.call_open_stream(&mut *store, &huge, &Origin::Standalone)
-            .unwrap(),
-        Err(GateError::InvalidSessionId)
-    );
-    assert_eq!(
-        g.call_on_emit(&mut *store, "nobody", 1, "x").unwrap(),
-        Err(GateError::UnknownSession)
-    );
-    assert_eq!(
-        g.call_on_reconnect(&mut *store, "nobody", b"rg1", &Origin::Standalone)
-            .unwrap(),
+        g.call_on_reconnect(&mut *store, "nobody", b"rg1", &Origin::Standalone).unwrap(),
         Err(GateError::UnknownSession)
     );
 
     g.call_open_session(&mut *store, "s").unwrap().unwrap();
     let request = Origin::Request(RequestId::Text(huge.clone()));
-    let opened = g
-        .call_open_stream(&mut *store, "s", &request)
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        g.call_on_emit(&mut *store, "s", u64::MAX, "x").unwrap(),
-        Err(GateError::UnknownStream)
-    );
-    assert_eq!(
-        g.call_abort_stream(&mut *store, "s", 0).unwrap(),
-        Err(GateError::UnknownStream)
-    );
-    assert_eq!(
-        g.call_on_detach(&mut *store, "s", u64::MAX, u32::MAX)
-            .unwrap(),
-        Ok(())
-    );
-    assert_eq!(
-        g.call_on_detach(&mut *store, "s", opened.stream, 0)
-            .unwrap(),
-        Ok(())
-    );
+    let opened = g.call_open_stream(&mut *store, "s", &request).unwrap().unwrap();
+    assert_eq!(g.call_on_emit(&mut *store, "s", u64::MAX, "x").unwrap(), Err(GateError::UnknownStream));
+    assert_eq!(g.call_abort_stream(&mut *store, "s", 0).unwrap(), Err(GateError::UnknownStream));
+    assert_eq!(g.call_on_detach(&mut *store, "s", u64::MAX, u32::MAX).unwrap(), Ok(()));
+    assert_eq!(g.call_on_detach(&mut *store, "s", opened.stream, 0).unwrap(), Ok(()));
     let big = "y".repeat(8 << 20);
-    let e = g
-        .call_on_emit(&mut *store, "s", opened.stream, &big)
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        e.data.len(),
-        big.len(),
-        "oversized events are still sent live"
-    );
+    let e = g.call_on_emit(&mut *store, "s", opened.stream, &big).unwrap().unwrap();
+    assert_eq!(e.data.len(), big.len(), "oversized events are still sent live");
     let d = g
-        .call_on_reconnect(
-            &mut *store,
-            "s",
-            opened.priming.id.as_bytes(),
-            &Origin::Standalone,
-        )
+        .call_on_reconnect(&mut *store, "s", opened.priming.id.as_bytes(), &Origin::Standalone)
         .unwrap()
         .unwrap();
-    assert!(
-        matches!(d, Decision::Fresh(ref f) if f.reason == StaleReason::Evicted),
-        "{d:?}"
-    );
+    assert!(matches!(d, Decision::Fresh(ref f) if f.reason == StaleReason::Evicted), "{d:?}");
 
     let cursors: Vec<Vec<u8>> = vec![
         vec![],
@@ -166,15 +87,10 @@ fn huge_and_invalid_inputs_get_typed_errors_or_fresh_decisions_never_a_trap() {
         huge.clone().into_bytes(),
     ];
     for cursor in cursors {
-        let d = g
-            .call_on_reconnect(&mut *store, "s", &cursor, &Origin::Standalone)
-            .unwrap()
-            .unwrap();
+        let d = g.call_on_reconnect(&mut *store, "s", &cursor, &Origin::Standalone).unwrap().unwrap();
         assert!(matches!(d, Decision::Fresh(_)));
         let post = Origin::Request(RequestId::Number(i64::MIN));
-        let _ = g
-            .call_on_reconnect(&mut *store, "s", &cursor, &post)
-            .unwrap();
+        let _ = g.call_on_reconnect(&mut *store, "s", &cursor, &post).unwrap();
     }
     still_works(&mut w);
 }
@@ -185,28 +101,13 @@ fn invalid_configurations_are_refused_and_the_old_one_kept() {
     let (g, store) = w.host.gate();
     let good = g.call_default_config(&mut *store).unwrap();
     let bad = [
-        Config {
-            max_events_per_stream: 0,
-            ..good.clone()
-        },
-        Config {
-            retention_ms: 0,
-            ..good.clone()
-        },
-        Config {
-            signing_key: Some(vec![]),
-            ..good.clone()
-        },
-        Config {
-            signing_key: Some(vec![1; 1 << 20]),
-            ..good.clone()
-        },
+        Config { max_events_per_stream: 0, ..good.clone() },
+        Config { retention_ms: 0, ..good.clone() },
+        Config { signing_key: Some(vec![]), ..good.clone() },
+        Config { signing_key: Some(vec![1; 1 << 20]), ..good.clone() },
     ];
     for config in bad {
-        assert!(matches!(
-            g.call_configure(&mut *store, &config).unwrap(),
-            Err(GateError::InvalidConfig(_))
-        ));
+        assert!(matches!(g.call_configure(&mut *store, &config).unwrap(), Err(GateError::InvalidConfig(_))));
     }
     still_works(&mut w);
 }

@@ -18,9 +18,7 @@ fn same_on_both_sides(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
         let (_, actual) = match wasm.step(op) {
             Ok(step) => step,
             Err(trap) => {
-                return Err(TestCaseError::fail(format!(
-                    "step {i} {op:?}: the component trapped: {trap:?}"
-                )));
+                return Err(TestCaseError::fail(format!("step {i} {op:?}: the component trapped: {trap:?}")));
             }
         };
         let (expected, actual) = (norm_native.outcome(&expected), norm_wasm.outcome(&actual));

@@ -61,23 +61,12 @@ struct Model {
 
 impl Model {
     fn new(config: Config, now: u64) -> Self {
-        Self {
-            config,
-            now,
-            sessions: HashMap::new(),
-            minted: HashMap::new(),
-            generations: HashMap::new(),
-        }
+        Self { config, now, sessions: HashMap::new(), minted: HashMap::new(), generations: HashMap::new() }
     }
 
     fn mint(&mut self, session: &str, e: &Event) {
         let generation = self.sessions[session].generation;
-        let m = Minted {
-            session: session.to_owned(),
-            generation,
-            stream: e.stream,
-            seq: e.seq,
-        };
+        let m = Minted { session: session.to_owned(), generation, stream: e.stream, seq: e.seq };
         self.minted.insert(e.id.clone(), m);
     }
 
@@ -88,14 +77,8 @@ impl Model {
         opened: &resume_gate::Opened,
     ) -> Result<(), TestCaseError> {
         let now = self.now;
-        let s = self
-            .sessions
-            .get_mut(session)
-            .expect("opened in a known session");
-        prop_assert!(
-            s.ever_opened.insert(opened.stream),
-            "stream numbers are never reused in a session"
-        );
+        let s = self.sessions.get_mut(session).expect("opened in a known session");
+        prop_assert!(s.ever_opened.insert(opened.stream), "stream numbers are never reused in a session");
         prop_assert_eq!(opened.priming.seq, 0);
         prop_assert!(opened.priming.data.is_empty());
         prop_assert_eq!(opened.priming.retry_ms, self.config.retry_ms);
@@ -141,25 +124,12 @@ impl Model {
         e: &Event,
         terminal: bool,
     ) -> Result<(), TestCaseError> {
-        let (max_events, max_bytes, now) = (
-            u64::from(self.config.max_events_per_stream),
-            self.config.max_bytes_per_stream,
-            self.now,
-        );
-        let st = self
-            .sessions
-            .get_mut(session)
-            .and_then(|s| s.streams.get_mut(&stream));
+        let (max_events, max_bytes, now) =
+            (u64::from(self.config.max_events_per_stream), self.config.max_bytes_per_stream, self.now);
+        let st = self.sessions.get_mut(session).and_then(|s| s.streams.get_mut(&stream));
         let st = st.expect("an event on a stream the model knows");
-        prop_assert!(
-            !st.ended && st.terminal.is_none(),
-            "an ended stream took an event"
-        );
-        prop_assert_eq!(
-            e.seq,
-            st.events.len() as u64 + 1,
-            "sequence numbers are consecutive"
-        );
+        prop_assert!(!st.ended && st.terminal.is_none(), "an ended stream took an event");
+        prop_assert_eq!(e.seq, st.events.len() as u64 + 1, "sequence numbers are consecutive");
         prop_assert_eq!(e.terminal, terminal);
         st.events.push(e.clone());
         st.last_active = now;
@@ -192,9 +162,7 @@ impl Model {
             return Ok(());
         };
         let generation = s.generation;
-        let minted = std::str::from_utf8(cursor)
-            .ok()
-            .and_then(|c| self.minted.get(c));
+        let minted = std::str::from_utf8(cursor).ok().and_then(|c| self.minted.get(c));
         let ours = minted.filter(|m| m.session == session && m.generation == generation);
         let source = ours.and_then(|m| s.streams.get(&m.stream).map(|st| (m, st)));
 
@@ -202,11 +170,7 @@ impl Model {
             Err(GateError::DuplicateRequestId | GateError::TooManyStreams) => {
                 if let Some(m) = ours {
                     let no = m.stream;
-                    if let Some(st) = self
-                        .sessions
-                        .get_mut(session)
-                        .and_then(|s| s.streams.get_mut(&no))
-                    {
+                    if let Some(st) = self.sessions.get_mut(session).and_then(|s| s.streams.get_mut(&no)) {
                         st.uncertain = true;
                     }
                 }
@@ -231,11 +195,7 @@ impl Model {
                 prop_assert_eq!(r.includes_terminal, st.terminal.is_some());
                 let (no, attachment) = (m.stream, r.attachment);
                 let now = self.now;
-                let st = self
-                    .sessions
-                    .get_mut(session)
-                    .and_then(|s| s.streams.get_mut(&no))
-                    .expect("known");
+                let st = self.sessions.get_mut(session).and_then(|s| s.streams.get_mut(&no)).expect("known");
                 st.attached = true;
                 st.attachment = attachment;
                 st.last_active = now;
@@ -247,11 +207,7 @@ impl Model {
                         && !st.uncertain
                         && st.terminal != Some(m.seq)
                         && m.seq + 1 >= st.first_buffered;
-                    prop_assert!(
-                        !should_resume,
-                        "a valid continuation point got fresh: {:?}",
-                        f.reason
-                    );
+                    prop_assert!(!should_resume, "a valid continuation point got fresh: {:?}", f.reason);
                 } else if self.config.signing_key.is_none() || minted.is_some() {
                     if let Some(m) = minted {
                         let expected = if m.session != session {
@@ -266,19 +222,13 @@ impl Model {
                         prop_assert_eq!(f.reason, StaleReason::Malformed);
                     }
                 }
-                let ends_source = matches!(
-                    f.reason,
-                    StaleReason::Completed | StaleReason::Aborted | StaleReason::Evicted
-                );
+                let ends_source =
+                    matches!(f.reason, StaleReason::Completed | StaleReason::Aborted | StaleReason::Evicted);
                 if let Some(m) = ours
                     && ends_source
                 {
                     let no = m.stream;
-                    if let Some(st) = self
-                        .sessions
-                        .get_mut(session)
-                        .and_then(|s| s.streams.get_mut(&no))
-                    {
+                    if let Some(st) = self.sessions.get_mut(session).and_then(|s| s.streams.get_mut(&no)) {
                         st.ended = true;
                     }
                 }
@@ -303,11 +253,7 @@ impl Model {
                 let history = SessionHistory {
                     generation: *generation,
                     streams: BTreeMap::new(),
-                    ever_opened: self
-                        .sessions
-                        .get(s)
-                        .map(|h| h.ever_opened.clone())
-                        .unwrap_or_default(),
+                    ever_opened: self.sessions.get(s).map(|h| h.ever_opened.clone()).unwrap_or_default(),
                     standalone: None,
                 };
                 self.sessions.insert(s.clone(), history);
@@ -357,14 +303,10 @@ impl Model {
                     st.ended = true;
                 }
             }
-            (Call::Reconnect(s, cursor, o), Outcome::Decision(r)) => {
-                self.check_reconnect(s, cursor, o, r)?
-            }
+            (Call::Reconnect(s, cursor, o), Outcome::Decision(r)) => self.check_reconnect(s, cursor, o, r)?,
             (Call::Advance(ms), Outcome::Advanced) => self.now += u64::from(*ms),
             (call, outcome) => {
-                return Err(TestCaseError::fail(format!(
-                    "{call:?} answered {outcome:?}"
-                )));
+                return Err(TestCaseError::fail(format!("{call:?} answered {outcome:?}")));
             }
         }
         let st = gate.store().stats();
