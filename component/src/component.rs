@@ -79,6 +79,10 @@ impl Guest for Component {
         })
     }
 
+    fn has_session(session: String) -> bool {
+        with_gate(|g| g.has_session(&session)).unwrap_or(false)
+    }
+
     fn end_session(session: String) -> Result<(), wit::GateError> {
         with_gate(|g| g.end_session(&session))
     }

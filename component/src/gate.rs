@@ -123,6 +123,15 @@ impl<S: Store> Gate<S> {
         self.counted(r)
     }
 
+    /// Whether the session is open.
+    pub fn has_session(&mut self, session: &str) -> Result<bool, GateError> {
+        match self.session(session) {
+            Ok(_) => Ok(true),
+            Err(GateError::UnknownSession | GateError::InvalidSessionId) => Ok(false),
+            Err(e) => self.counted(Err(e)),
+        }
+    }
+
     /// Ends a session: every later call for it gets `UnknownSession`.
     pub fn end_session(&mut self, session: &str) -> Result<(), GateError> {
         let r = self.session(session).and_then(|_| Ok(self.store.remove_session(session)?));

@@ -519,7 +519,10 @@ mod sessions_and_bounds {
             f.gate.reconnect("nobody", b"x", Origin::Standalone, f.now),
             Err(GateError::UnknownSession)
         );
+        assert_eq!(f.gate.has_session("nobody"), Ok(false));
+        assert_eq!(f.gate.has_session(S), Ok(true));
         f.gate.end_session(S).unwrap();
+        assert_eq!(f.gate.has_session(S), Ok(false));
         assert_eq!(
             f.gate.reconnect(S, opened.priming.id.as_bytes(), Origin::Standalone, f.now),
             Err(GateError::UnknownSession)

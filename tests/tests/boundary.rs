@@ -51,6 +51,8 @@ fn huge_and_invalid_inputs_get_typed_errors_or_fresh_decisions_never_a_trap() {
     assert_eq!(g.call_open_session(&mut *store, "").unwrap(), Err(GateError::InvalidSessionId));
     assert_eq!(g.call_open_session(&mut *store, "bad\nid").unwrap(), Err(GateError::InvalidSessionId));
     assert_eq!(g.call_end_session(&mut *store, "nobody").unwrap(), Err(GateError::UnknownSession));
+    assert!(!g.call_has_session(&mut *store, &huge).unwrap());
+    assert!(!g.call_has_session(&mut *store, "nobody").unwrap());
     assert_eq!(
         g.call_open_stream(&mut *store, &huge, &Origin::Standalone).unwrap(),
         Err(GateError::InvalidSessionId)
