@@ -1,6 +1,6 @@
 //! Builds the gate component so that nobody types a separate wasm build step.
 //!
-//! Runs `cargo build -p resume-gate --target wasm32-wasip2 --profile component` in its own
+//! Runs `cargo build -p resume-gate --features component --target wasm32-wasip2 --profile component` in its own
 //! target directory (installing the `wasm32-wasip2` target with rustup first if this
 //! toolchain lacks it: `RUSTUP_AUTO_INSTALL=0` means `rust-toolchain.toml` alone will not)
 //! and hands the `.wasm` path to the crate as `RESUME_GATE_WASM`.
@@ -59,7 +59,8 @@ fn build_component(root: &Path, target_dir: &Path) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--locked", "-p", "resume-gate", "--target", TARGET, "--profile", "component"])
+        .args(["build", "--locked", "-p", "resume-gate", "--features", "component"])
+        .args(["--target", TARGET, "--profile", "component"])
         .arg("--target-dir")
         .arg(target_dir);
     // Flags meant for the host build must not leak into the wasm build.

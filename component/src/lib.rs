@@ -5,7 +5,7 @@
 //!
 //! The core is fully deterministic: it reads no clock, draws no randomness and does no I/O.
 //! Every operation takes `now` from the caller, and opening a session takes the entropy for its
-//! epoch. On `wasm32` the same crate also builds the component that exports the WIT interface
+//! epoch. With the `component` feature the same crate also builds the component that exports the WIT interface
 //! `mcp:resume-gate/gate` (see `wit/gate.wit`); the glue reads time and randomness from WASI.
 //!
 //! # Layout
@@ -17,7 +17,7 @@
 //! - [`event_id`]: minting, signing and the total parser of event ids.
 //! - [`store`]: the `Store` trait and the in-memory store.
 //! - [`config`], [`counters`], [`error`]: bounds, metrics, typed errors.
-//! - `component` (wasm32 only): the wit-bindgen glue.
+//! - `component` (feature `component`): the wit-bindgen glue.
 
 pub mod config;
 pub mod counters;
@@ -29,7 +29,7 @@ pub mod session;
 pub mod store;
 pub mod stream;
 
-#[cfg(target_arch = "wasm32")]
+#[cfg(feature = "component")]
 mod component;
 
 pub use config::{Config, Millis};
