@@ -7,10 +7,15 @@
 //!
 //! # Layout
 //!
-//! - this file: loading and calling the component;
-//! - `main.rs`: the `demo` command that plays the seed scenario.
+//! - this file: loading and calling the component, and the transport's `GateApi` over it;
+//! - [`convert`]: WIT types ↔ core types;
+//! - [`serve`]: the MCP Streamable HTTP server (axum) around the shared `mcp-transport`;
+//! - `main.rs`: the command line (`serve`, `demo`).
 
 use std::path::Path;
+
+pub mod convert;
+pub mod serve;
 
 use anyhow::Context as _;
 use wasmtime::component::{Component, Linker, ResourceTable};
@@ -81,5 +86,84 @@ impl GateHost {
     /// `let (gate, store) = host.gate(); gate.call_open_session(store, "s")?`.
     pub fn gate(&mut self) -> (&GateExports, &mut Store<HostState>) {
         (self.gate.mcp_resume_gate_gate(), &mut self.store)
+    }
+}
+
+/// A trap poisons the instance: every later call fails the same way, and the host says so.
+fn trapped(e: wasmtime::Error) -> resume_gate::GateError {
+    resume_gate::GateError::Store(format!("the gate component trapped: {e}"))
+}
+
+impl mcp_transport::gate::GateApi for GateHost {
+    fn open_session(&mut self, session: &str) -> Result<u64, resume_gate::GateError> {
+        let (g, store) = self.gate();
+        let r = g.call_open_session(store, session).map_err(trapped)?;
+        r.map(|i| i.epoch).map_err(convert::from_wit_error)
+    }
+
+    fn has_session(&mut self, session: &str) -> bool {
+        let (g, store) = self.gate();
+        g.call_has_session(store, session).unwrap_or(false)
+    }
+
+    fn end_session(&mut self, session: &str) -> Result<(), resume_gate::GateError> {
+        let (g, store) = self.gate();
+        g.call_end_session(store, session).map_err(trapped)?.map_err(convert::from_wit_error)
+    }
+
+    fn open_stream(
+        &mut self,
+        session: &str,
+        origin: &resume_gate::Origin,
+    ) -> Result<resume_gate::Opened, resume_gate::GateError> {
+        let (g, store) = self.gate();
+        let r = g.call_open_stream(store, session, &convert::to_wit_origin(origin)).map_err(trapped)?;
+        r.map(convert::from_wit_opened).map_err(convert::from_wit_error)
+    }
+
+    fn emit(
+        &mut self,
+        session: &str,
+        stream: u64,
+        data: &str,
+    ) -> Result<resume_gate::Event, resume_gate::GateError> {
+        let (g, store) = self.gate();
+        let r = g.call_on_emit(store, session, stream, data).map_err(trapped)?;
+        r.map(convert::from_wit_event).map_err(convert::from_wit_error)
+    }
+
+    fn terminal(
+        &mut self,
+        session: &str,
+        stream: u64,
+        data: &str,
+    ) -> Result<resume_gate::Event, resume_gate::GateError> {
+        let (g, store) = self.gate();
+        let r = g.call_on_terminal(store, session, stream, data).map_err(trapped)?;
+        r.map(convert::from_wit_event).map_err(convert::from_wit_error)
+    }
+
+    fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<(), resume_gate::GateError> {
+        let (g, store) = self.gate();
+        g.call_on_detach(store, session, stream, attachment)
+            .map_err(trapped)?
+            .map_err(convert::from_wit_error)
+    }
+
+    fn abort(&mut self, session: &str, stream: u64) -> Result<(), resume_gate::GateError> {
+        let (g, store) = self.gate();
+        g.call_abort_stream(store, session, stream).map_err(trapped)?.map_err(convert::from_wit_error)
+    }
+
+    fn reconnect(
+        &mut self,
+        session: &str,
+        cursor: &[u8],
+        origin: &resume_gate::Origin,
+    ) -> Result<resume_gate::Decision, resume_gate::GateError> {
+        let (g, store) = self.gate();
+        let r =
+            g.call_on_reconnect(store, session, cursor, &convert::to_wit_origin(origin)).map_err(trapped)?;
+        r.map(convert::from_wit_decision).map_err(convert::from_wit_error)
     }
 }

@@ -2,17 +2,58 @@
 //! the real component in wasmtime and prints each decision of the gate with its reason.
 
 use anyhow::{Result, anyhow, bail};
+use clap::{Args, Parser, Subcommand};
 use host_example::types::{Decision, Event, GateError, Origin, RequestId, StaleReason};
 use host_example::{GateExports, GateHost, HostState};
 
+/// A sample MCP Streamable HTTP server whose event ids, replays and stale-cursor decisions
+/// all come from the resume-gate component.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve MCP on http://BIND:PORT/mcp (the default).
+    Serve,
+    /// Play the seed's stale-cursor scenario through the gate and print each decision.
+    Demo,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[arg(long, env = "RESUME_GATE_PORT", default_value_t = 8080)]
+    port: u16,
+    #[arg(long, env = "RESUME_GATE_BIND", default_value = "127.0.0.1")]
+    bind: std::net::IpAddr,
+    /// Where the `append` tool writes its lines.
+    #[arg(long, env = "RESUME_GATE_JOURNAL", default_value = "journal.txt")]
+    journal: std::path::PathBuf,
+}
+
 fn main() -> Result<()> {
-    match std::env::args().nth(1).as_deref() {
-        Some("demo") => demo(),
-        _ => {
-            eprintln!("usage: host-example demo    play the seed's stale-cursor scenario through the gate");
-            std::process::exit(2)
-        }
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Demo) => demo(),
+        Some(Command::Serve) | None => serve(cli.serve),
     }
+}
+
+fn serve(args: ServeArgs) -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let gate = GateHost::load_default()?;
+    let app = host_example::serve::App::new(gate, args.journal)?;
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(host_example::serve::serve(app, std::net::SocketAddr::new(args.bind, args.port)))
 }
 
 fn demo() -> Result<()> {

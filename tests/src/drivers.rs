@@ -10,11 +10,10 @@ use std::time::Duration;
 
 use anyhow::Result;
 use host_example::GateHost;
-use host_example::types as wit;
-use resume_gate::{
-    Config, Decision, Event, FreshStart, Gate, GateError, Opened, Origin, RequestId, Resumption, SessionInfo,
-    StaleReason,
+use host_example::convert::{
+    from_wit_decision, from_wit_error, from_wit_event, from_wit_opened, to_wit_config, to_wit_origin,
 };
+use resume_gate::{Config, Decision, Event, Gate, GateError, Opened, Origin, SessionInfo};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
@@ -188,100 +187,5 @@ impl Driver for Wasm {
         let (gate, store) = self.host.gate();
         let d = gate.call_on_reconnect(store, session, cursor, &to_wit_origin(origin))?;
         Ok(d.map(from_wit_decision).map_err(from_wit_error))
-    }
-}
-
-pub fn to_wit_config(c: &Config) -> wit::Config {
-    wit::Config {
-        max_events_per_stream: c.max_events_per_stream,
-        max_bytes_per_stream: c.max_bytes_per_stream,
-        max_streams_per_session: c.max_streams_per_session,
-        max_sessions: c.max_sessions,
-        retention_ms: c.retention_ms,
-        session_idle_ms: c.session_idle_ms,
-        retry_ms: c.retry_ms,
-        signing_key: c.signing_key.clone(),
-    }
-}
-
-pub fn from_wit_config(c: wit::Config) -> Config {
-    Config {
-        max_events_per_stream: c.max_events_per_stream,
-        max_bytes_per_stream: c.max_bytes_per_stream,
-        max_streams_per_session: c.max_streams_per_session,
-        max_sessions: c.max_sessions,
-        retention_ms: c.retention_ms,
-        session_idle_ms: c.session_idle_ms,
-        retry_ms: c.retry_ms,
-        signing_key: c.signing_key,
-    }
-}
-
-fn to_wit_origin(o: &Origin) -> wit::Origin {
-    match o {
-        Origin::Standalone => wit::Origin::Standalone,
-        Origin::Request(RequestId::Number(n)) => wit::Origin::Request(wit::RequestId::Number(*n)),
-        Origin::Request(RequestId::Text(s)) => wit::Origin::Request(wit::RequestId::Text(s.clone())),
-    }
-}
-
-fn from_wit_request_id(id: wit::RequestId) -> RequestId {
-    match id {
-        wit::RequestId::Number(n) => RequestId::Number(n),
-        wit::RequestId::Text(s) => RequestId::Text(s),
-    }
-}
-
-fn from_wit_event(e: wit::Event) -> Event {
-    Event { id: e.id, stream: e.stream, seq: e.seq, data: e.data, retry_ms: e.retry_ms, terminal: e.terminal }
-}
-
-fn from_wit_opened(o: wit::Opened) -> Opened {
-    Opened { stream: o.stream, attachment: o.attachment, priming: from_wit_event(o.priming) }
-}
-
-pub fn from_wit_reason(r: wit::StaleReason) -> StaleReason {
-    match r {
-        wit::StaleReason::Malformed => StaleReason::Malformed,
-        wit::StaleReason::Forged => StaleReason::Forged,
-        wit::StaleReason::OtherSession => StaleReason::OtherSession,
-        wit::StaleReason::EpochChanged => StaleReason::EpochChanged,
-        wit::StaleReason::Unknown => StaleReason::Unknown,
-        wit::StaleReason::PostNeverResumes => StaleReason::PostNeverResumes,
-        wit::StaleReason::Completed => StaleReason::Completed,
-        wit::StaleReason::Aborted => StaleReason::Aborted,
-        wit::StaleReason::Superseded => StaleReason::Superseded,
-        wit::StaleReason::Evicted => StaleReason::Evicted,
-    }
-}
-
-fn from_wit_decision(d: wit::Decision) -> Decision {
-    match d {
-        wit::Decision::Resume(r) => Decision::Resume(Resumption {
-            stream: r.stream,
-            attachment: r.attachment,
-            events: r.events.into_iter().map(from_wit_event).collect(),
-            includes_terminal: r.includes_terminal,
-        }),
-        wit::Decision::Fresh(f) => Decision::Fresh(FreshStart {
-            reason: from_wit_reason(f.reason),
-            opened: from_wit_opened(f.opened),
-            stranded: f.stranded.map(from_wit_request_id),
-        }),
-    }
-}
-
-pub fn from_wit_error(e: wit::GateError) -> GateError {
-    match e {
-        wit::GateError::InvalidConfig(why) => GateError::InvalidConfig(why),
-        wit::GateError::InvalidSessionId => GateError::InvalidSessionId,
-        wit::GateError::UnknownSession => GateError::UnknownSession,
-        wit::GateError::UnknownStream => GateError::UnknownStream,
-        wit::GateError::StreamFinished => GateError::StreamFinished,
-        wit::GateError::NotARequestStream => GateError::NotARequestStream,
-        wit::GateError::DuplicateRequestId => GateError::DuplicateRequestId,
-        wit::GateError::TooManySessions => GateError::TooManySessions,
-        wit::GateError::TooManyStreams => GateError::TooManyStreams,
-        wit::GateError::StoreFailure(why) => GateError::Store(why),
     }
 }

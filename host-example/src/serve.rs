@@ -1,0 +1,361 @@
+//! The MCP server: axum in front, the shared transport in the middle, the gate component
+//! behind it.
+//!
+//! One lock guards the gate instance together with the table of live connections, so that
+//! an event is recorded by the gate and handed to its connection in one step, and a resume
+//! computes its replay and attaches its connection in one step: nothing emitted in between
+//! can be lost or sent twice. Under the lock there is no network I/O: events go to a bounded
+//! per-connection channel; a connection that cannot keep up is detached and resumes from the
+//! gate's buffer.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::io::{BufRead, Write};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use mcp_transport::gate::GateApi;
+use mcp_transport::jsonrpc;
+use mcp_transport::server::{HttpRequest, PendingCall, Reply, Server, ServerConfig, Stream};
+use mcp_transport::sse;
+use mcp_transport::tools::{self, ToolHost};
+use resume_gate::{GateError, RequestId, StaleReason};
+use tokio::sync::mpsc;
+use tokio::task::AbortHandle;
+
+use crate::GateHost;
+
+/// Largest request body accepted (`413` beyond).
+pub const MAX_BODY_BYTES: usize = 4 << 20;
+/// Frames queued for one connection beyond its initial replay before it counts as too slow.
+const CONNECTION_QUEUE: usize = 256;
+
+type StreamKey = (String, u64);
+
+struct Live {
+    attachment: u32,
+    tx: mpsc::Sender<Bytes>,
+}
+
+/// What the lock guards.
+struct Core {
+    gate: GateHost,
+    live: HashMap<StreamKey, Live>,
+}
+
+pub struct App {
+    core: Mutex<Core>,
+    server: Server,
+    journal: Journal,
+    calls: Mutex<HashMap<(String, RequestId), (u64, AbortHandle)>>,
+}
+
+impl App {
+    pub fn new(gate: GateHost, journal: PathBuf) -> anyhow::Result<Arc<Self>> {
+        Ok(Arc::new(Self {
+            core: Mutex::new(Core { gate, live: HashMap::new() }),
+            server: Server::new(ServerConfig {
+                name: "resume-gate host-example".into(),
+                ..ServerConfig::default()
+            }),
+            journal: Journal::open(journal)?,
+            calls: Mutex::new(HashMap::new()),
+        }))
+    }
+
+    fn core(&self) -> MutexGuard<'_, Core> {
+        self.core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records an event and hands it to the stream's connection, if one is attached.
+    fn send(&self, session: &str, stream: u64, data: &str, terminal: bool) -> Result<(), GateError> {
+        let mut core = self.core();
+        let event = if terminal {
+            core.gate.terminal(session, stream, data)
+        } else {
+            core.gate.emit(session, stream, data)
+        }?;
+        let key = (session.to_owned(), stream);
+        if let Some(live) = core.live.get(&key) {
+            let attachment = live.attachment;
+            if live.tx.try_send(Bytes::from(sse::frame(&event))).is_err() {
+                tracing::warn!(session, stream, "connection too slow; detached, it resumes from the buffer");
+                core.live.remove(&key);
+                let _ = core.gate.detach(session, stream, attachment);
+            } else if terminal {
+                core.live.remove(&key);
+            }
+        }
+        Ok(())
+    }
+
+    /// A connection ended: detach it, unless a newer one took the stream over.
+    fn connection_ended(&self, session: &str, stream: u64, attachment: u32) {
+        let mut core = self.core();
+        let key = (session.to_owned(), stream);
+        if core.live.get(&key).is_some_and(|l| l.attachment == attachment) {
+            core.live.remove(&key);
+        }
+        if let Err(e) = core.gate.detach(session, stream, attachment) {
+            tracing::warn!(session, stream, error = %e, "detach failed");
+        }
+    }
+
+    /// Ends a stream's connection without ending the stream (SEP-1699 polling).
+    fn close_connection(&self, session: &str, stream: u64) {
+        self.core().live.remove(&(session.to_owned(), stream));
+    }
+
+    fn cancel(self: &Arc<Self>, session: &str, request: &RequestId) {
+        let Some((stream, task)) = self.lock_calls().remove(&(session.to_owned(), request.clone())) else {
+            return;
+        };
+        task.abort();
+        let mut core = self.core();
+        core.live.remove(&(session.to_owned(), stream));
+        let _ = core.gate.abort(session, stream);
+        tracing::info!(session, stream, request = ?request, "cancelled");
+    }
+
+    fn lock_calls(&self) -> MutexGuard<'_, HashMap<(String, RequestId), (u64, AbortHandle)>> {
+        self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Runs a `tools/call` on its stream, whether or not a connection is attached.
+    fn spawn_call(self: &Arc<Self>, session: String, stream: u64, pending: PendingCall) {
+        let app = Arc::clone(self);
+        let key = (session.clone(), pending.request_id.clone());
+        let mut calls = self.lock_calls();
+        let task = tokio::spawn(async move {
+            let host = CallHost { app: Arc::clone(&app), session: session.clone(), stream };
+            let response = match tools::call(&pending.call, &host).await {
+                Ok(result) => jsonrpc::result(&pending.request_id, result),
+                Err((code, message)) => jsonrpc::error(Some(&pending.request_id), code, &message),
+            };
+            if let Err(e) = app.send(&session, stream, &response, true) {
+                tracing::info!(session, stream, error = %e, "result not recorded");
+            }
+            app.lock_calls().remove(&(session, pending.request_id));
+        });
+        calls.insert(key, (stream, task.abort_handle()));
+    }
+}
+
+/// The tools' view of the host, for one call.
+struct CallHost {
+    app: Arc<App>,
+    session: String,
+    stream: u64,
+}
+
+impl ToolHost for CallHost {
+    async fn sleep(&self, ms: u64) {
+        tokio::time::sleep(std::time::Duration::from_millis(ms)).await
+    }
+
+    fn notify(&self, message: String) -> bool {
+        self.app.send(&self.session, self.stream, &message, false).is_ok()
+    }
+
+    fn close_connection(&self) {
+        self.app.close_connection(&self.session, self.stream)
+    }
+
+    fn append(&self, line: &str) -> Result<u64, String> {
+        self.app.journal.append(line)
+    }
+
+    fn journal(&self) -> Result<Vec<String>, String> {
+        self.app.journal.lines()
+    }
+}
+
+/// The `append` tool's journal: one line per call, in a file.
+struct Journal {
+    path: PathBuf,
+    lines: Mutex<u64>,
+}
+
+impl Journal {
+    fn open(path: PathBuf) -> anyhow::Result<Self> {
+        let lines = match std::fs::File::open(&path) {
+            Ok(f) => std::io::BufReader::new(f).lines().count() as u64,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
+            Err(e) => return Err(e.into()),
+        };
+        Ok(Self { path, lines: Mutex::new(lines) })
+    }
+
+    fn append(&self, line: &str) -> Result<u64, String> {
+        let mut count = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(|e| e.to_string())?;
+        writeln!(f, "{line}").map_err(|e| e.to_string())?;
+        *count += 1;
+        Ok(*count)
+    }
+
+    fn lines(&self) -> Result<Vec<String>, String> {
+        let _count = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        match std::fs::read_to_string(&self.path) {
+            Ok(text) => Ok(text.lines().map(str::to_owned).collect()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// An SSE response body; when it is dropped (finished, or the client went away) the stream
+/// is detached from this connection.
+struct SseBody {
+    rx: mpsc::Receiver<Bytes>,
+    guard: Detach,
+}
+
+struct Detach {
+    app: Arc<App>,
+    session: String,
+    stream: u64,
+    attachment: u32,
+}
+
+impl Drop for Detach {
+    fn drop(&mut self) {
+        self.app.connection_ended(&self.session, self.stream, self.attachment);
+    }
+}
+
+impl futures_core::Stream for SseBody {
+    type Item = Result<Bytes, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let _ = &self.guard;
+        self.rx.poll_recv(cx).map(|frame| frame.map(Ok))
+    }
+}
+
+fn reason_name(r: StaleReason) -> &'static str {
+    r.as_str()
+}
+
+fn log_decision(stream: &Stream) {
+    if let Some(d) = &stream.decision {
+        tracing::info!(
+            session = %stream.session,
+            stream = stream.stream,
+            decision = if d.resumed { "resume" } else { "fresh" },
+            reason = d.reason.map_or("-", reason_name),
+            replayed = d.replayed,
+            stranded = ?d.stranded,
+            "gate decision"
+        );
+    }
+}
+
+async fn handle(State(app): State<Arc<App>>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
+    let req = HttpRequest {
+        method: method.as_str().to_owned(),
+        headers: headers.iter().map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec())).collect(),
+        body: body.to_vec(),
+    };
+    // Decide, and attach the connection, in one critical section.
+    let (reply, body) = {
+        let mut core = app.core();
+        let reply = app.server.handle(&mut core.gate, &req, mint_session_id);
+        let body = match &reply {
+            Reply::Stream(s) => Some(attach(&app, &mut core, s)),
+            _ => None,
+        };
+        (reply, body)
+    };
+    match reply {
+        Reply::Plain(p) => {
+            let mut resp = match p.body {
+                Some(b) => ([(header::CONTENT_TYPE, "application/json")], b).into_response(),
+                None => ().into_response(),
+            };
+            *resp.status_mut() = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            if let Some(s) = p.session.and_then(|s| HeaderValue::from_str(&s).ok()) {
+                resp.headers_mut().insert("mcp-session-id", s);
+            }
+            if let Some(allow) = p.allow {
+                resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
+            }
+            resp
+        }
+        Reply::Accepted { session, cancel } => {
+            if let Some(request) = cancel {
+                app.cancel(&session, &request);
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
+        Reply::Stream(stream) => {
+            log_decision(&stream);
+            if let Some(call) = stream.call.clone() {
+                app.spawn_call(stream.session.clone(), stream.stream, call);
+            }
+            let mut resp = Response::new(body.unwrap_or_else(Body::empty));
+            let h = resp.headers_mut();
+            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+            if let Ok(s) = HeaderValue::from_str(&stream.session) {
+                h.insert("mcp-session-id", s);
+            }
+            resp
+        }
+    }
+}
+
+/// Queues the reply's frames for this connection and, unless it closes after them, makes it
+/// the stream's live connection (a previous one is dropped: take-over).
+fn attach(app: &Arc<App>, core: &mut Core, s: &Stream) -> Body {
+    let (tx, rx) = mpsc::channel(s.frames.len() + CONNECTION_QUEUE);
+    for frame in &s.frames {
+        let _ = tx.try_send(Bytes::from(frame.clone()));
+    }
+    if !s.close {
+        core.live.insert((s.session.clone(), s.stream), Live { attachment: s.attachment, tx });
+    }
+    let guard = Detach {
+        app: Arc::clone(app),
+        session: s.session.clone(),
+        stream: s.stream,
+        attachment: s.attachment,
+    };
+    Body::from_stream(SseBody { rx, guard })
+}
+
+fn mint_session_id() -> String {
+    let mut bytes = [0u8; 16];
+    if getrandom::fill(&mut bytes).is_err() {
+        // No OS randomness: fall back to the clock; ids stay unique, just guessable.
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        bytes = t.as_nanos().to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn router(app: Arc<App>) -> axum::Router {
+    axum::Router::new()
+        .route("/mcp", axum::routing::any(handle))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(app)
+}
+
+/// Serves `/mcp` on `addr` until the process is stopped.
+pub async fn serve(app: Arc<App>, addr: SocketAddr) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    tracing::info!("MCP server on http://{}/mcp", listener.local_addr()?);
+    axum::serve(listener, router(app)).await?;
+    Ok(())
+}

@@ -1,0 +1,23 @@
+//! MCP Streamable HTTP (revisions 2025-03-26, 2025-06-18, 2025-11-25), sans-IO.
+//!
+//! A host turns each HTTP request into a [`server::HttpRequest`], calls
+//! [`server::Server::handle`] with its gate, and writes the [`server::Reply`]. Nothing here
+//! opens a socket, reads a clock or spawns a task, so the same crate serves the wasmtime host
+//! (native) and a Spin front (`wasm32-wasip2`). The gate decides every resumption and mints
+//! every event id; this crate only says which gate call an HTTP request means.
+//!
+//! # Layout
+//!
+//! - [`server`]: request → reply, in the spec's order of checks (method, headers, session).
+//! - [`gate`]: the `GateApi` trait a host implements over the component.
+//! - [`jsonrpc`]: parsing and building JSON-RPC 2.0 messages.
+//! - [`protocol`]: protocol revisions and what each one changes.
+//! - [`sse`]: SSE frame encoding.
+//! - [`tools`]: the sample tools, run against a host's `ToolHost`.
+
+pub mod gate;
+pub mod jsonrpc;
+pub mod protocol;
+pub mod server;
+pub mod sse;
+pub mod tools;

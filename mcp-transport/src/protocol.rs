@@ -1,0 +1,21 @@
+//! Protocol revisions: which ones we speak, and what each changes for the transport.
+
+/// Newest first.
+pub const SUPPORTED: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+pub const LATEST: &str = SUPPORTED[0];
+/// What a request without `MCP-Protocol-Version` is assumed to speak (spec: 2025-03-26).
+pub const ASSUMED: &str = "2025-03-26";
+
+pub fn is_supported(version: &str) -> bool {
+    SUPPORTED.contains(&version)
+}
+
+/// The version `initialize` answers with: the client's if we speak it, else our latest.
+pub fn negotiate(requested: Option<&str>) -> &'static str {
+    requested.and_then(|r| SUPPORTED.iter().find(|v| **v == r)).copied().unwrap_or(LATEST)
+}
+
+/// Priming events (an id and empty data first) go only to 2025-11-25 and later.
+pub fn sends_priming(version: &str) -> bool {
+    version >= "2025-11-25"
+}

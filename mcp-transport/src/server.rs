@@ -1,0 +1,449 @@
+//! One HTTP request in, one reply out: the Streamable HTTP rules, checked in the spec's
+//! order (DNS-rebinding guard, method, protocol version, media types, session), with every
+//! stream opened, resumed or refused by the gate.
+
+use resume_gate::{Decision, GateError, Opened, Origin, RequestId, StaleReason};
+use serde_json::{Value, json};
+
+use crate::gate::GateApi;
+use crate::jsonrpc::{
+    self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, RESULT_LOST,
+};
+use crate::protocol;
+use crate::sse;
+use crate::tools::{self, ToolCall};
+
+pub const SESSION_HEADER: &str = "mcp-session-id";
+pub const VERSION_HEADER: &str = "mcp-protocol-version";
+pub const LAST_EVENT_ID_HEADER: &str = "last-event-id";
+
+/// An HTTP request, as the host read it. Header names are lowercase.
+#[derive(Clone, Debug, Default)]
+pub struct HttpRequest {
+    pub method: String,
+    pub headers: Vec<(String, Vec<u8>)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpRequest {
+    pub fn header(&self, name: &str) -> Option<&[u8]> {
+        self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
+    }
+
+    fn header_str(&self, name: &str) -> Option<&str> {
+        self.header(name).and_then(|v| std::str::from_utf8(v).ok()).map(str::trim)
+    }
+}
+
+/// A reply without a stream.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Plain {
+    pub status: u16,
+    /// `application/json` when there is a body.
+    pub body: Option<String>,
+    pub session: Option<String>,
+    /// For `405`.
+    pub allow: Option<&'static str>,
+}
+
+/// A `tools/call` for the host to run on `Stream::stream`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PendingCall {
+    pub request_id: RequestId,
+    pub call: ToolCall,
+}
+
+/// What the gate decided for a reconnect, for the host's structured log line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecisionLog {
+    pub resumed: bool,
+    pub reason: Option<StaleReason>,
+    pub replayed: usize,
+    pub stranded: Option<RequestId>,
+}
+
+/// An SSE reply: write `frames`, then close if `close`, else keep following `stream`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stream {
+    pub session: String,
+    pub stream: u64,
+    pub attachment: u32,
+    pub frames: Vec<String>,
+    pub close: bool,
+    pub call: Option<PendingCall>,
+    pub decision: Option<DecisionLog>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Reply {
+    Plain(Plain),
+    Stream(Stream),
+    /// `202 Accepted`; with `cancel`, the client cancelled that request of the session.
+    Accepted {
+        session: String,
+        cancel: Option<RequestId>,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct ServerConfig {
+    /// Host names (no port) that `Host` and `Origin` may name: localhost by default, the
+    /// defence against DNS rebinding.
+    pub allowed_hosts: Vec<String>,
+    pub name: String,
+    pub version: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            name: "resume-gate".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        }
+    }
+}
+
+fn plain(status: u16, body: Option<String>) -> Reply {
+    Reply::Plain(Plain { status, body, session: None, allow: None })
+}
+
+fn rpc_error(status: u16, id: Option<&RequestId>, code: i64, message: &str) -> Reply {
+    plain(status, Some(jsonrpc::error(id, code, message)))
+}
+
+/// The HTTP answer for a gate error.
+pub fn gate_error_reply(e: &GateError, id: Option<&RequestId>) -> Reply {
+    match e {
+        GateError::UnknownSession => rpc_error(404, id, -32001, "Session not found"),
+        GateError::InvalidSessionId => {
+            rpc_error(400, id, INVALID_REQUEST, "Bad Request: invalid Mcp-Session-Id")
+        }
+        GateError::DuplicateRequestId => rpc_error(
+            400,
+            id,
+            INVALID_REQUEST,
+            "Invalid Request: this request id was already used in this session",
+        ),
+        GateError::TooManySessions | GateError::TooManyStreams => {
+            rpc_error(503, id, INTERNAL_ERROR, &format!("Service Unavailable: {e}"))
+        }
+        _ => rpc_error(500, id, INTERNAL_ERROR, &format!("Internal error: {e}")),
+    }
+}
+
+pub struct Server {
+    pub config: ServerConfig,
+}
+
+impl Server {
+    pub fn new(config: ServerConfig) -> Self {
+        Self { config }
+    }
+
+    /// Answers one request. `mint_session_id` is called only for `initialize`.
+    pub fn handle(
+        &self,
+        gate: &mut impl GateApi,
+        req: &HttpRequest,
+        mint_session_id: impl FnOnce() -> String,
+    ) -> Reply {
+        if let Some(refused) = self.guard_against_rebinding(req) {
+            return refused;
+        }
+        let method = req.method.as_str();
+        if !matches!(method, "GET" | "POST" | "DELETE") {
+            return Reply::Plain(Plain {
+                status: 405,
+                body: None,
+                session: None,
+                allow: Some("GET, POST, DELETE"),
+            });
+        }
+        let version = match req.header(VERSION_HEADER) {
+            None => protocol::ASSUMED,
+            Some(v) => match std::str::from_utf8(v).ok().map(str::trim).filter(|v| protocol::is_supported(v))
+            {
+                Some(v) => protocol::SUPPORTED.iter().copied().find(|s| *s == v).unwrap_or(protocol::ASSUMED),
+                None => {
+                    let msg = format!(
+                        "Bad Request: unsupported MCP-Protocol-Version; supported: {}",
+                        protocol::SUPPORTED.join(", ")
+                    );
+                    return rpc_error(400, None, INVALID_REQUEST, &msg);
+                }
+            },
+        };
+        match method {
+            "POST" => self.post(gate, req, version, mint_session_id),
+            "GET" => self.get(gate, req, version),
+            _ => self.delete(gate, req),
+        }
+    }
+
+    fn guard_against_rebinding(&self, req: &HttpRequest) -> Option<Reply> {
+        let allowed = |authority: &str| {
+            let host = match authority.rsplit_once(':') {
+                Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !h.is_empty() => h,
+                _ => authority,
+            };
+            self.config.allowed_hosts.iter().any(|a| a.eq_ignore_ascii_case(host))
+        };
+        let host_ok = req.header_str("host").is_none_or(allowed);
+        let origin_ok = req.header_str("origin").is_none_or(|o| {
+            let authority = o.strip_prefix("http://").or_else(|| o.strip_prefix("https://"));
+            authority.is_some_and(|a| allowed(a.trim_end_matches('/')))
+        });
+        (!host_ok || !origin_ok)
+            .then(|| rpc_error(403, None, INVALID_REQUEST, "Forbidden: Host or Origin not allowed"))
+    }
+
+    /// The session a non-initialize request belongs to: `400` without one, `404` if unknown.
+    fn session(&self, gate: &mut impl GateApi, req: &HttpRequest) -> Result<String, Reply> {
+        let Some(raw) = req.header(SESSION_HEADER) else {
+            return Err(rpc_error(
+                400,
+                None,
+                INVALID_REQUEST,
+                "Bad Request: Mcp-Session-Id header is required",
+            ));
+        };
+        let Some(id) = std::str::from_utf8(raw)
+            .ok()
+            .filter(|s| !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b)))
+        else {
+            return Err(rpc_error(400, None, INVALID_REQUEST, "Bad Request: invalid Mcp-Session-Id"));
+        };
+        if !gate.has_session(id) {
+            return Err(rpc_error(404, None, -32001, "Session not found"));
+        }
+        Ok(id.to_owned())
+    }
+
+    fn accepts(req: &HttpRequest, media: &str) -> bool {
+        req.header_str("accept").is_none_or(|a| a.contains(media) || a.contains("*/*"))
+    }
+
+    fn post(
+        &self,
+        gate: &mut impl GateApi,
+        req: &HttpRequest,
+        version: &str,
+        mint: impl FnOnce() -> String,
+    ) -> Reply {
+        let json_body = req
+            .header_str("content-type")
+            .is_some_and(|c| c.to_ascii_lowercase().starts_with("application/json"));
+        if !json_body {
+            return rpc_error(
+                415,
+                None,
+                INVALID_REQUEST,
+                "Unsupported Media Type: Content-Type must be application/json",
+            );
+        }
+        let message = match jsonrpc::parse(&req.body) {
+            Ok(m) => m,
+            Err(e) => return rpc_error(400, None, e.code(), e.message()),
+        };
+        if let Message::Request { id, method, params } = &message
+            && method == "initialize"
+        {
+            return self.initialize(gate, req, id, params, mint);
+        }
+        let session = match self.session(gate, req) {
+            Ok(s) => s,
+            Err(reply) => return reply,
+        };
+        let (id, method, params) = match message {
+            Message::Request { id, method, params } => (id, method, params),
+            Message::Notification { method, params } => {
+                let cancel = (method == "notifications/cancelled")
+                    .then(|| params.get("requestId").and_then(jsonrpc::id_from_value))
+                    .flatten();
+                return Reply::Accepted { session, cancel };
+            }
+            Message::Response => return Reply::Accepted { session, cancel: None },
+        };
+        if !Self::accepts(req, "text/event-stream") {
+            return rpc_error(
+                406,
+                Some(&id),
+                INVALID_REQUEST,
+                "Not Acceptable: Accept must include text/event-stream",
+            );
+        }
+
+        let origin = Origin::Request(id.clone());
+        let (opened, decision) = match req.header(LAST_EVENT_ID_HEADER) {
+            Some(cursor) => match gate.reconnect(&session, cursor, &origin) {
+                Ok(Decision::Fresh(f)) => {
+                    let log = DecisionLog {
+                        resumed: false,
+                        reason: Some(f.reason),
+                        replayed: 0,
+                        stranded: f.stranded.clone(),
+                    };
+                    (f.opened, Some(log))
+                }
+                Ok(Decision::Resume(_)) => {
+                    return rpc_error(500, Some(&id), INTERNAL_ERROR, "the gate resumed a POST");
+                }
+                Err(e) => return gate_error_reply(&e, Some(&id)),
+            },
+            None => match gate.open_stream(&session, &origin) {
+                Ok(opened) => (opened, None),
+                Err(e) => return gate_error_reply(&e, Some(&id)),
+            },
+        };
+        let mut stream = self.new_stream(&session, &opened, version, decision);
+
+        let response = match method.as_str() {
+            "tools/call" => match ToolCall::from_params(&params) {
+                Ok(call) => {
+                    stream.call = Some(PendingCall { request_id: id, call });
+                    return Reply::Stream(stream);
+                }
+                Err(why) => jsonrpc::error(Some(&id), INVALID_PARAMS, &why),
+            },
+            "tools/list" => jsonrpc::result(&id, tools::list()),
+            "ping" | "logging/setLevel" => jsonrpc::result(&id, json!({})),
+            other => jsonrpc::error(Some(&id), METHOD_NOT_FOUND, &format!("Method not found: {other}")),
+        };
+        match gate.terminal(&session, opened.stream, &response) {
+            Ok(event) => {
+                stream.frames.push(sse::frame(&event));
+                stream.close = true;
+                Reply::Stream(stream)
+            }
+            Err(e) => gate_error_reply(&e, Some(&id)),
+        }
+    }
+
+    fn new_stream(
+        &self,
+        session: &str,
+        opened: &Opened,
+        version: &str,
+        decision: Option<DecisionLog>,
+    ) -> Stream {
+        let mut frames = Vec::new();
+        if protocol::sends_priming(version) {
+            frames.push(sse::frame(&opened.priming));
+        }
+        Stream {
+            session: session.to_owned(),
+            stream: opened.stream,
+            attachment: opened.attachment,
+            frames,
+            close: false,
+            call: None,
+            decision,
+        }
+    }
+
+    fn initialize(
+        &self,
+        gate: &mut impl GateApi,
+        req: &HttpRequest,
+        id: &RequestId,
+        params: &Value,
+        mint: impl FnOnce() -> String,
+    ) -> Reply {
+        if !Self::accepts(req, "application/json") {
+            return rpc_error(
+                406,
+                Some(id),
+                INVALID_REQUEST,
+                "Not Acceptable: Accept must include application/json",
+            );
+        }
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let session = mint();
+        if let Err(e) = gate.open_session(&session) {
+            return gate_error_reply(&e, Some(id));
+        }
+        let result = json!({
+            "protocolVersion": protocol::negotiate(requested),
+            "capabilities": {"tools": {"listChanged": false}, "logging": {}},
+            "serverInfo": {"name": self.config.name, "version": self.config.version},
+        });
+        Reply::Plain(Plain {
+            status: 200,
+            body: Some(jsonrpc::result(id, result)),
+            session: Some(session),
+            allow: None,
+        })
+    }
+
+    fn get(&self, gate: &mut impl GateApi, req: &HttpRequest, version: &str) -> Reply {
+        if !Self::accepts(req, "text/event-stream") {
+            return rpc_error(
+                406,
+                None,
+                INVALID_REQUEST,
+                "Not Acceptable: Accept must include text/event-stream",
+            );
+        }
+        let session = match self.session(gate, req) {
+            Ok(s) => s,
+            Err(reply) => return reply,
+        };
+        let Some(cursor) = req.header(LAST_EVENT_ID_HEADER) else {
+            return match gate.open_stream(&session, &Origin::Standalone) {
+                Ok(opened) => Reply::Stream(self.new_stream(&session, &opened, version, None)),
+                Err(e) => gate_error_reply(&e, None),
+            };
+        };
+        match gate.reconnect(&session, cursor, &Origin::Standalone) {
+            Ok(Decision::Resume(r)) => {
+                let frames: Vec<String> = r.events.iter().map(sse::frame).collect();
+                let decision =
+                    DecisionLog { resumed: true, reason: None, replayed: frames.len(), stranded: None };
+                Reply::Stream(Stream {
+                    session,
+                    stream: r.stream,
+                    attachment: r.attachment,
+                    frames,
+                    close: r.includes_terminal,
+                    call: None,
+                    decision: Some(decision),
+                })
+            }
+            Ok(Decision::Fresh(f)) => {
+                let decision = DecisionLog {
+                    resumed: false,
+                    reason: Some(f.reason),
+                    replayed: 0,
+                    stranded: f.stranded.clone(),
+                };
+                let mut stream = self.new_stream(&session, &f.opened, version, Some(decision));
+                // Never an empty stream that closes at once: the fresh stream stays open, and a
+                // request whose result was lost gets an error instead of silence.
+                if let Some(lost) = &f.stranded {
+                    let msg = jsonrpc::error(
+                        Some(lost),
+                        RESULT_LOST,
+                        "The result of this request was lost with its stream",
+                    );
+                    if let Ok(event) = gate.emit(&session, f.opened.stream, &msg) {
+                        stream.frames.push(sse::frame(&event));
+                    }
+                }
+                Reply::Stream(stream)
+            }
+            Err(e) => gate_error_reply(&e, None),
+        }
+    }
+
+    fn delete(&self, gate: &mut impl GateApi, req: &HttpRequest) -> Reply {
+        let session = match self.session(gate, req) {
+            Ok(s) => s,
+            Err(reply) => return reply,
+        };
+        match gate.end_session(&session) {
+            Ok(()) => plain(200, None),
+            Err(e) => gate_error_reply(&e, None),
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! SSE frames as the HTML living standard defines them: one `data:` line per line of the
+//! payload, so a JSON message with embedded newlines still arrives whole.
+
+use resume_gate::Event;
+
+/// One SSE event: `id`, optional `retry`, the data lines, a blank line.
+pub fn frame(event: &Event) -> String {
+    let mut out = String::with_capacity(event.data.len() + event.id.len() + 32);
+    out.push_str("id: ");
+    out.push_str(&event.id);
+    out.push('\n');
+    if let Some(retry) = event.retry_ms {
+        out.push_str(&format!("retry: {retry}\n"));
+    }
+    if event.data.is_empty() {
+        out.push_str("data: \n");
+    }
+    for line in event.data.split_terminator('\n') {
+        out.push_str("data: ");
+        out.push_str(line.strip_suffix('\r').unwrap_or(line));
+        out.push('\n');
+    }
+    out.push('\n');
+    out
+}
+
+/// A frame with only a `retry` field: tells a client when to poll again (SEP-1699).
+pub fn retry_only(ms: u32) -> String {
+    format!("retry: {ms}\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(data: &str, retry_ms: Option<u32>) -> Event {
+        Event { id: "rg1.x".into(), stream: 1, seq: 0, data: data.into(), retry_ms, terminal: false }
+    }
+
+    #[test]
+    fn a_priming_event_has_an_id_an_empty_data_line_and_the_retry_hint() {
+        assert_eq!(frame(&event("", Some(500))), "id: rg1.x\nretry: 500\ndata: \n\n");
+    }
+
+    #[test]
+    fn every_payload_line_gets_its_own_data_field() {
+        assert_eq!(frame(&event("{\"a\":\n1}", None)), "id: rg1.x\ndata: {\"a\":\ndata: 1}\n\n");
+    }
+}

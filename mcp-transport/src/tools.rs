@@ -1,0 +1,203 @@
+//! The sample tools. Names are stable: `append`, `journal`, `countdown`, and the reference
+//! tools the MCP conformance suite calls (`test_*`).
+//!
+//! A tool runs against a [`ToolHost`]: the host owns time, the journal and the connection;
+//! the tool only decides what to send. `append` is the non-idempotent tool the gate exists
+//! for: it must never run twice for one call.
+
+use std::future::Future;
+
+use serde_json::{Value, json};
+
+use crate::jsonrpc::{self, INVALID_PARAMS};
+
+/// Bounds on `countdown`, so a client cannot park a task forever.
+pub const MAX_COUNTDOWN_STEPS: u64 = 10_000;
+pub const MAX_COUNTDOWN_INTERVAL_MS: u64 = 60_000;
+/// Longest line `append` accepts.
+pub const MAX_APPEND_BYTES: usize = 64 * 1024;
+
+pub trait ToolHost {
+    fn sleep(&self, ms: u64) -> impl Future<Output = ()> + Send;
+    /// Sends a JSON-RPC notification on the call's stream; `false` once the stream takes no
+    /// more events (the call was cancelled): the tool stops then.
+    fn notify(&self, message: String) -> bool;
+    /// Ends the call's HTTP connection without ending the call (SEP-1699 polling).
+    fn close_connection(&self);
+    /// Appends a line to the journal and returns the journal's new line count.
+    fn append(&self, line: &str) -> Result<u64, String>;
+    fn journal(&self) -> Result<Vec<String>, String>;
+}
+
+/// A `tools/call`'s parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ToolCall {
+    pub name: String,
+    pub arguments: Value,
+    pub progress_token: Option<Value>,
+}
+
+impl ToolCall {
+    pub fn from_params(params: &Value) -> Result<Self, String> {
+        let name = params.get("name").and_then(Value::as_str).ok_or("tools/call needs a string `name`")?;
+        let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
+        if !arguments.is_object() {
+            return Err("tools/call `arguments` must be an object".into());
+        }
+        let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+        Ok(Self { name: name.to_owned(), arguments, progress_token })
+    }
+}
+
+struct Tool {
+    name: &'static str,
+    description: &'static str,
+    schema: fn() -> Value,
+}
+
+fn no_arguments() -> Value {
+    json!({"type": "object", "properties": {}})
+}
+
+const TOOLS: &[Tool] = &[
+    Tool {
+        name: "append",
+        description: "Appends a line to the journal and returns the new line count (not idempotent)",
+        schema: || json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+    },
+    Tool { name: "journal", description: "Returns the journal's lines", schema: no_arguments },
+    Tool {
+        name: "countdown",
+        description: "Sends n progress notifications, one every interval_ms, then returns \"done\"",
+        schema: || {
+            json!({"type": "object", "properties": {
+                "n": {"type": "integer", "minimum": 0, "maximum": MAX_COUNTDOWN_STEPS},
+                "interval_ms": {"type": "integer", "minimum": 0, "maximum": MAX_COUNTDOWN_INTERVAL_MS}
+            }, "required": ["n"]})
+        },
+    },
+    Tool { name: "test_simple_text", description: "Returns simple text content", schema: no_arguments },
+    Tool {
+        name: "test_tool_with_progress",
+        description: "Reports progress 0, 50, 100",
+        schema: no_arguments,
+    },
+    Tool { name: "test_tool_with_logging", description: "Sends three log messages", schema: no_arguments },
+    Tool { name: "test_error_handling", description: "Always returns a tool error", schema: no_arguments },
+    Tool {
+        name: "test_reconnection",
+        description: "Closes its SSE stream mid-call; the result arrives on the client's GET resume",
+        schema: no_arguments,
+    },
+];
+
+/// The `tools/list` result.
+pub fn list() -> Value {
+    let tools: Vec<Value> = TOOLS
+        .iter()
+        .map(|t| json!({"name": t.name, "description": t.description, "inputSchema": (t.schema)()}))
+        .collect();
+    json!({ "tools": tools })
+}
+
+fn text(s: impl Into<String>) -> Value {
+    json!({"content": [{"type": "text", "text": s.into()}]})
+}
+
+fn tool_error(s: impl Into<String>) -> Value {
+    json!({"isError": true, "content": [{"type": "text", "text": s.into()}]})
+}
+
+fn progress(token: &Value, progress: u64, total: u64) -> String {
+    jsonrpc::notification(
+        "notifications/progress",
+        json!({"progressToken": token, "progress": progress, "total": total}),
+    )
+}
+
+/// Runs a tool: `Ok` is the `tools/call` result (tool errors included, as `isError`), `Err`
+/// a JSON-RPC error (unknown tool, bad arguments).
+pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, String)> {
+    let args = &call.arguments;
+    let bad = |why: &str| Err((INVALID_PARAMS, format!("{}: {why}", call.name)));
+    match call.name.as_str() {
+        "append" => {
+            let Some(line) = args.get("text").and_then(Value::as_str) else {
+                return bad("`text` must be a string");
+            };
+            if line.len() > MAX_APPEND_BYTES || line.contains(['\n', '\r']) {
+                return bad("`text` must be one line of at most 64 KiB");
+            }
+            Ok(match host.append(line) {
+                Ok(count) => json!({
+                    "content": [{"type": "text", "text": count.to_string()}],
+                    "structuredContent": {"lines": count}
+                }),
+                Err(e) => tool_error(format!("journal write failed: {e}")),
+            })
+        }
+        "journal" => Ok(match host.journal() {
+            Ok(lines) => json!({
+                "content": [{"type": "text", "text": lines.join("\n")}],
+                "structuredContent": {"lines": lines}
+            }),
+            Err(e) => tool_error(format!("journal read failed: {e}")),
+        }),
+        "countdown" => {
+            let Some(n) = args.get("n").and_then(Value::as_u64).filter(|n| *n <= MAX_COUNTDOWN_STEPS) else {
+                return bad("`n` must be an integer from 0 to 10000");
+            };
+            let interval = match args.get("interval_ms") {
+                None => 100,
+                Some(v) => match v.as_u64().filter(|ms| *ms <= MAX_COUNTDOWN_INTERVAL_MS) {
+                    Some(ms) => ms,
+                    None => return bad("`interval_ms` must be an integer from 0 to 60000"),
+                },
+            };
+            for i in 1..=n {
+                host.sleep(interval).await;
+                if let Some(token) = &call.progress_token
+                    && !host.notify(progress(token, i, n))
+                {
+                    return Ok(tool_error("cancelled"));
+                }
+            }
+            Ok(text("done"))
+        }
+        "test_simple_text" => Ok(text("This is a simple text response for testing.")),
+        "test_tool_with_progress" => {
+            for (i, p) in [0, 50, 100].into_iter().enumerate() {
+                if i > 0 {
+                    host.sleep(50).await;
+                }
+                if let Some(token) = &call.progress_token {
+                    host.notify(progress(token, p, 100));
+                }
+            }
+            Ok(text("Progress test completed"))
+        }
+        "test_tool_with_logging" => {
+            for (i, msg) in ["Tool execution started", "Tool processing data", "Tool execution completed"]
+                .into_iter()
+                .enumerate()
+            {
+                if i > 0 {
+                    host.sleep(50).await;
+                }
+                host.notify(jsonrpc::notification(
+                    "notifications/message",
+                    json!({"level": "info", "data": msg}),
+                ));
+            }
+            Ok(text("Logging test completed"))
+        }
+        "test_error_handling" => Ok(tool_error("This tool intentionally returns an error for testing")),
+        "test_reconnection" => {
+            host.sleep(100).await;
+            host.close_connection();
+            host.sleep(300).await;
+            Ok(text("Reconnection test completed successfully"))
+        }
+        other => Err((INVALID_PARAMS, format!("unknown tool: {other}"))),
+    }
+}
