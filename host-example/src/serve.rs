@@ -354,7 +354,11 @@ pub fn router(app: Arc<App>) -> axum::Router {
 
 /// Serves `/mcp` on `addr` until the process is stopped.
 pub async fn serve(app: Arc<App>, addr: SocketAddr) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
+    serve_on(app, tokio::net::TcpListener::bind(addr).await?).await
+}
+
+/// Serves `/mcp` on a listener the caller bound (tests bind port 0).
+pub async fn serve_on(app: Arc<App>, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
     tracing::info!("MCP server on http://{}/mcp", listener.local_addr()?);
     axum::serve(listener, router(app)).await?;
     Ok(())

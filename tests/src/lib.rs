@@ -7,6 +7,9 @@
 //! - [`ops`]: operations, their proptest strategy, and [`ops::Run`], which resolves each
 //!   operation against what a side has minted so far and records what came back.
 //! - [`drivers`]: the `Driver` trait, the native core and the wasmtime component behind it.
+//! - [`http`]: host-example served on a loopback port, and a raw HTTP/SSE client that can cut
+//!   a connection at any byte.
 
 pub mod drivers;
+pub mod http;
 pub mod ops;

@@ -1,0 +1,236 @@
+//! Raw-HTTP scenarios against host-example, one per row of the decision table a client can
+//! reach, plus the bad-input rules. Connections are cut by dropping them mid-stream.
+
+use std::time::Duration;
+
+use resume_gate_tests::http::{ACCEPT, Client, Frame, JSON, Response, TestServer, request};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(5);
+/// How long a fresh stream is watched to show that nothing is replayed into it.
+const QUIET: Duration = Duration::from_millis(400);
+
+fn server() -> (TestServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    (TestServer::start(dir.path().join("journal.txt")), dir)
+}
+
+fn frames(resp: &mut Response, n: usize) -> Vec<Frame> {
+    (0..n).map(|i| resp.next_frame(WAIT).unwrap_or_else(|| panic!("frame {i} of {n} never came"))).collect()
+}
+
+fn progress_of(f: &Frame) -> Option<u64> {
+    f.json()["params"]["progress"].as_u64()
+}
+
+fn result_id(f: &Frame) -> Option<i64> {
+    let v = f.json();
+    (v.get("result").is_some() || v.get("error").is_some()).then(|| v["id"].as_i64()).flatten()
+}
+
+/// A fresh stream: status 200, a priming event, then nothing replayed.
+fn assert_fresh(mut resp: Response) {
+    assert_eq!(resp.status, 200);
+    let first = resp.next_frame(WAIT).expect("a priming event");
+    assert!(first.is_priming(), "{first:?}");
+    assert_eq!(resp.next_frame(QUIET), None, "nothing may be replayed into a fresh stream");
+}
+
+#[test]
+fn a_cut_mid_stream_resumes_with_exactly_the_missed_events() {
+    let (srv, _dir) = server();
+    let c = Client::initialize(srv.addr);
+    let mut post = c.call(1, "countdown", json!({"n": 5, "interval_ms": 100}), &[]);
+    assert_eq!(post.status, 200);
+    let seen = frames(&mut post, 3);
+    assert!(seen[0].is_priming());
+    assert_eq!(progress_of(&seen[2]), Some(2));
+    drop(post);
+
+    let mut get = c.get(seen[2].id.as_deref());
+    assert_eq!(get.status, 200);
+    let rest = get.frames_until_closed(WAIT);
+    let progress: Vec<u64> = rest.iter().filter_map(progress_of).collect();
+    assert_eq!(progress, [3, 4, 5], "every missed event once, in order");
+    assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1], "the result exactly once");
+    assert_eq!(rest.last().map(|f| f.json()["result"]["content"][0]["text"].clone()), Some(json!("done")));
+}
+
+#[test]
+fn a_client_that_missed_the_terminal_gets_it_once_then_its_cursor_is_stale() {
+    let (srv, _dir) = server();
+    let c = Client::initialize(srv.addr);
+    let mut post = c.call(1, "countdown", json!({"n": 2, "interval_ms": 100}), &[]);
+    let seen = frames(&mut post, 2);
+    drop(post);
+    std::thread::sleep(Duration::from_millis(400));
+
+    let mut get = c.get(seen[1].id.as_deref());
+    let rest = get.frames_until_closed(WAIT);
+    assert_eq!(rest.iter().filter_map(progress_of).collect::<Vec<_>>(), [2]);
+    assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1]);
+    let terminal = rest.last().and_then(|f| f.id.clone()).unwrap();
+
+    // The seed's failure 1: the terminal event's id on a GET. Fresh, nothing replayed.
+    assert_fresh(c.get(Some(&terminal)));
+    // The seed's failure 3: an earlier cursor of the now completed stream.
+    assert_fresh(c.get(seen[1].id.as_deref()));
+}
+
+#[test]
+fn a_post_carrying_a_stale_last_event_id_runs_only_its_own_call() {
+    let (srv, _dir) = server();
+    let c = Client::initialize(srv.addr);
+    let mut first = c.call(1, "append", json!({"text": "one"}), &[]);
+    let done = first.frames_until_closed(WAIT);
+    let terminal = done.last().and_then(|f| f.id.clone()).unwrap();
+
+    let mut second = c.call(2, "append", json!({"text": "two"}), &[("Last-Event-ID", &terminal)]);
+    assert_eq!(second.status, 200);
+    let got = second.frames_until_closed(WAIT);
+    assert_eq!(got.iter().filter_map(result_id).collect::<Vec<_>>(), [2], "only its own result");
+    assert_eq!(srv.journal_lines(), ["one", "two"], "each append ran exactly once");
+}
+
+#[test]
+fn append_under_a_cut_runs_exactly_once_and_its_result_arrives_on_resume() {
+    let (srv, _dir) = server();
+    let c = Client::initialize(srv.addr);
+    let mut post = c.call(7, "append", json!({"text": "charged"}), &[]);
+    let priming = post.next_frame(WAIT).unwrap();
+    drop(post);
+    std::thread::sleep(Duration::from_millis(100));
+    let mut get = c.get(priming.id.as_deref());
+    let rest = get.frames_until_closed(WAIT);
+    assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [7]);
+    assert_eq!(srv.journal_lines(), ["charged"]);
+}
+
+#[test]
+fn a_cursor_from_another_session_replays_nothing_and_does_not_disturb_its_owner() {
+    let (srv, _dir) = server();
+    let owner = Client::initialize(srv.addr);
+    let thief = Client::initialize(srv.addr);
+    let mut post = owner.call(1, "countdown", json!({"n": 3, "interval_ms": 150}), &[]);
+    let seen = frames(&mut post, 2);
+    drop(post);
+
+    assert_fresh(thief.get(seen[1].id.as_deref()));
+    let mut get = owner.get(seen[1].id.as_deref());
+    let rest = get.frames_until_closed(WAIT);
+    assert_eq!(rest.iter().filter_map(progress_of).collect::<Vec<_>>(), [2, 3]);
+    assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1]);
+}
+
+#[test]
+fn forged_and_malformed_cursors_never_replay_and_never_fail_the_server() {
+    let (srv, _dir) = server();
+    let c = Client::initialize(srv.addr);
+    let mut post = c.call(1, "countdown", json!({"n": 2, "interval_ms": 200}), &[]);
+    let seen = frames(&mut post, 2);
+    drop(post);
+    let genuine = seen[1].id.clone().unwrap();
+    let altered = format!("{}9", &genuine[..genuine.len() - 1]);
+    let huge = "A".repeat(6000);
+    for cursor in ["", "1", "0-1-2", "rg1.", altered.as_str(), "rg1.zz.zz.1.1", huge.as_str()] {
+        let resp = c.get(Some(cursor));
+        assert!(resp.status < 500, "{cursor:.20}: {}", resp.status);
+        assert_fresh(resp);
+    }
+    // The owner's own cursor still resumes afterwards.
+    let rest = c.get(Some(&genuine)).frames_until_closed(WAIT);
+    assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1]);
+}
+
+#[test]
+fn unknown_and_deleted_sessions_get_404_and_a_missing_one_400() {
+    let (srv, _dir) = server();
+    let c = Client::initialize(srv.addr);
+    let mut post = c.call(1, "test_simple_text", json!({}), &[]);
+    let done = post.frames_until_closed(WAIT);
+    let cursor = done[0].id.clone().unwrap();
+
+    let stranger = Client { session: "no-such-session".into(), ..Client::initialize(srv.addr) };
+    assert_eq!(stranger.get(Some(&cursor)).status, 404);
+    assert_eq!(c.delete().status, 200);
+    assert_eq!(c.get(Some(&cursor)).status, 404);
+    assert_eq!(c.delete().status, 404);
+    let no_session = request(srv.addr, "GET", &[ACCEPT], b"");
+    assert_eq!(no_session.status, 400);
+}
+
+#[test]
+fn after_a_restart_the_old_session_is_gone_and_no_old_event_is_replayed() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.txt");
+    let srv = TestServer::start(journal.clone());
+    let c = Client::initialize(srv.addr);
+    let mut post = c.call(1, "countdown", json!({"n": 3, "interval_ms": 100}), &[]);
+    let seen = frames(&mut post, 2);
+    drop(post);
+    drop(srv);
+
+    let srv = TestServer::start(journal);
+    let old = Client { addr: srv.addr, ..c };
+    assert_eq!(old.get(seen[1].id.as_deref()).status, 404, "the session died with the memory store");
+    let new = Client::initialize(srv.addr);
+    assert_fresh(new.get(seen[1].id.as_deref()));
+}
+
+#[test]
+fn bad_input_gets_the_right_status_and_leaves_other_sessions_untouched() {
+    let (srv, _dir) = server();
+    let bystander = Client::initialize(srv.addr);
+    let mut running = bystander.call(1, "countdown", json!({"n": 3, "interval_ms": 150}), &[]);
+    let seen = frames(&mut running, 2);
+
+    let c = Client::initialize(srv.addr);
+    let expect = |resp: Response, status: u16, code: Option<i64>| {
+        assert_eq!(resp.status, status);
+        if let Some(code) = code {
+            assert_eq!(resp.json()["error"]["code"], json!(code));
+        }
+    };
+    expect(c.post(&json!("not an object"), &[]), 400, Some(-32600));
+    let raw = |body: &[u8], extra: &[(&str, &str)]| {
+        let mut h = vec![JSON, ACCEPT, ("Mcp-Session-Id", c.session.as_str())];
+        h.extend_from_slice(extra);
+        request(srv.addr, "POST", &h, body)
+    };
+    expect(raw(b"{not json", &[]), 400, Some(-32700));
+    expect(raw(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", &[]), 400, Some(-32600));
+    expect(raw(&vec![b' '; 5 << 20], &[]), 413, None);
+    expect(raw(b"{}", &[("MCP-Protocol-Version", "1999-01-01")]), 400, Some(-32600));
+    expect(request(srv.addr, "PUT", &[JSON], b"{}"), 405, None);
+    let text = request(srv.addr, "POST", &[("Content-Type", "text/plain"), ACCEPT], b"hi");
+    expect(text, 415, None);
+    let evil = request(srv.addr, "POST", &[JSON, ACCEPT, ("Host", "evil.example:80")], b"{}");
+    expect(evil, 403, None);
+    let evil_origin = request(srv.addr, "POST", &[JSON, ACCEPT, ("Origin", "http://evil.example")], b"{}");
+    expect(evil_origin, 403, None);
+    let call = json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope"}});
+    let mut unknown_tool = c.post(&call, &[]);
+    let got = unknown_tool.frames_until_closed(WAIT);
+    assert_eq!(got.last().map(|f| f.json()["error"]["code"].clone()), Some(json!(-32602)));
+    let reused = c.post(&call, &[]);
+    expect(reused, 400, Some(-32600));
+
+    let rest = running.frames_until_closed(WAIT);
+    assert_eq!(rest.iter().filter_map(progress_of).collect::<Vec<_>>(), [2, 3], "the bystander saw nothing");
+    assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1]);
+    let _ = seen;
+}
+
+#[test]
+fn the_polling_tool_closes_its_stream_mid_call_and_the_get_resume_delivers_the_result() {
+    let (srv, _dir) = server();
+    let c = Client::initialize(srv.addr);
+    let mut post = c.call(3, "test_reconnection", json!({}), &[]);
+    let got = post.frames_until_closed(WAIT);
+    assert_eq!(got.len(), 1, "only the priming event before the server closes: {got:?}");
+    assert!(got[0].retry.is_some(), "the priming event says when to come back");
+    let rest = c.get(got[0].id.as_deref()).frames_until_closed(WAIT);
+    assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [3]);
+    let text: Value = rest.last().unwrap().json()["result"]["content"][0]["text"].clone();
+    assert_eq!(text, json!("Reconnection test completed successfully"));
+}
