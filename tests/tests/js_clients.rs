@@ -1,0 +1,81 @@
+//! The official TypeScript SDK client and the MCP conformance suite (both from npm, installed
+//! from `tests/js/package-lock.json` by `npm ci`) against host-example.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use resume_gate_tests::http::TestServer;
+
+fn js_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("js")
+}
+
+/// `npm ci` once per test process, when `node_modules` is missing or older than the lockfile.
+fn npm_ci() {
+    static DONE: OnceLock<()> = OnceLock::new();
+    DONE.get_or_init(|| {
+        let dir = js_dir();
+        let stamp = dir.join("node_modules/.package-lock.json");
+        let lock = dir.join("package-lock.json");
+        let fresh = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
+        if fresh(&stamp).is_some() && fresh(&stamp) >= fresh(&lock) {
+            return;
+        }
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund"])
+            .current_dir(&dir)
+            .status()
+            .expect("npm must be installed (Node 20 or later)");
+        assert!(status.success(), "npm ci failed");
+    });
+}
+
+#[test]
+fn the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once() {
+    npm_ci();
+    let dir = tempfile::tempdir().unwrap();
+    let srv = TestServer::start(dir.path().join("journal.txt"));
+    let out = Command::new("node")
+        .args(["--test", "--test-reporter=spec", "ts-client.test.mjs"])
+        .current_dir(js_dir())
+        .env("MCP_URL", srv.url())
+        .env("MCP_JOURNAL", &srv.journal)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the TypeScript client tests failed");
+    assert!(stdout.contains("pass 4") && stdout.contains("fail 0"), "expected 4 passing tests");
+}
+
+const SCENARIOS: [&str; 7] = [
+    "server-initialize",
+    "tools-list",
+    "tools-call-simple-text",
+    "tools-call-with-progress",
+    "server-sse-multiple-streams",
+    "server-sse-polling",
+    "dns-rebinding-protection",
+];
+
+#[test]
+fn the_mcp_conformance_scenarios_pass_without_failure() {
+    npm_ci();
+    let dir = tempfile::tempdir().unwrap();
+    let srv = TestServer::start(dir.path().join("journal.txt"));
+    for scenario in SCENARIOS {
+        let out = Command::new("node")
+            .args(["--import", "./node20-compat.mjs", "node_modules/@modelcontextprotocol/conformance/dist/index.js"])
+            .args(["server", "--url", &srv.url(), "--scenario", scenario])
+            .current_dir(js_dir())
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        println!("== {scenario}\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{scenario} failed");
+        assert!(!stdout.contains("FAILURE"), "{scenario} reported a FAILURE");
+        assert!(stdout.contains("0 failed"), "{scenario} printed no result line");
+    }
+}
