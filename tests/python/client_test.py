@@ -1,0 +1,102 @@
+"""The official Python SDK client (`mcp` from PyPI) against host-example.
+
+Run by `tests/tests/python_client.rs` with MCP_URL and MCP_JOURNAL set. Prints a closing
+`N passed, N failed` line and exits non-zero on any failure.
+"""
+
+import asyncio
+import os
+import sys
+import traceback
+from urllib.parse import urlparse
+
+from mcp.client import Client
+
+from cutting_proxy import CuttingProxy
+
+URL = os.environ["MCP_URL"]
+JOURNAL = os.environ["MCP_JOURNAL"]
+
+
+def journal() -> list[str]:
+    try:
+        with open(JOURNAL) as f:
+            return [line for line in f.read().splitlines() if line]
+    except FileNotFoundError:
+        return []
+
+
+async def with_proxy():
+    u = urlparse(URL)
+    proxy = CuttingProxy(u.hostname, u.port)
+    port = await proxy.start()
+    return proxy, f"http://localhost:{port}{u.path}"
+
+
+async def a_probing_client_falls_back_to_initialize_and_lists_the_tools():
+    proxy, url = await with_proxy()
+    async with Client(url, mode="auto") as client:
+        tools = await client.list_tools()
+        names = {t.name for t in tools.tools}
+        assert {"append", "journal", "countdown"} <= names, names
+    posts = [r for r in proxy.requests if r.startswith("POST")]
+    assert any("2026-07-28" in r for r in posts), "the client probed the stateless revision first"
+    assert any("2025-11-25" in r or "initialize" in r for r in posts)
+    await proxy.close()
+
+
+async def a_countdown_cut_mid_stream_resumes_with_every_event_once():
+    proxy, url = await with_proxy()
+    seen: list[float] = []
+
+    async def on_progress(progress, total, message):
+        seen.append(progress)
+
+    async with Client(url, mode="legacy") as client:
+        proxy.cut_when_server_sends(b'"progress":3')
+        result = await client.call_tool(
+            "countdown", {"n": 6, "interval_ms": 100}, read_timeout_seconds=20, progress_callback=on_progress
+        )
+    assert proxy.cuts == 1, "the connection was cut"
+    assert proxy.resumes(), "the client resumed with GET + Last-Event-ID"
+    assert seen == [1, 2, 3, 4, 5, 6], seen
+    assert result.content[0].text == "done", result
+    await proxy.close()
+
+
+async def append_cut_before_its_result_runs_exactly_once():
+    proxy, url = await with_proxy()
+    before = len(journal())
+    async with Client(url, mode="legacy") as client:
+        proxy.cut_when_server_sends(b'"structuredContent"')
+        result = await client.call_tool("append", {"text": "py-once"}, read_timeout_seconds=20)
+    assert proxy.cuts == 1
+    assert proxy.resumes(), "the result came on a GET resume"
+    assert len(journal()) == before + 1, journal()
+    assert journal()[-1] == "py-once"
+    assert result.structured_content["lines"] == before + 1, result
+    await proxy.close()
+
+
+async def main() -> int:
+    tests = [
+        a_probing_client_falls_back_to_initialize_and_lists_the_tools,
+        a_countdown_cut_mid_stream_resumes_with_every_event_once,
+        append_cut_before_its_result_runs_exactly_once,
+    ]
+    passed = failed = 0
+    for t in tests:
+        try:
+            await asyncio.wait_for(t(), timeout=60)
+            passed += 1
+            print(f"ok   {t.__name__}")
+        except BaseException:
+            failed += 1
+            print(f"FAIL {t.__name__}")
+            traceback.print_exc()
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

@@ -1,0 +1,52 @@
+//! The official Python SDK client (`mcp` from PyPI, pinned in `tests/python/requirements.lock`
+//! and installed into `tests/python/.venv` by this test) against host-example.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use resume_gate_tests::http::TestServer;
+
+fn py_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("python")
+}
+
+/// A virtualenv with exactly the locked packages, made or refreshed when the lock changes.
+fn venv_python() -> PathBuf {
+    let dir = py_dir();
+    let venv = dir.join(".venv");
+    let python = venv.join("bin/python");
+    let stamp = venv.join(".installed");
+    let lock = dir.join("requirements.lock");
+    let modified = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
+    if modified(&stamp).is_some() && modified(&stamp) >= modified(&lock) {
+        return python;
+    }
+    let ok = Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3 (3.10 or later)");
+    assert!(ok.success(), "python3 -m venv failed");
+    let ok = Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+        .arg(&lock)
+        .status()
+        .unwrap();
+    assert!(ok.success(), "pip install -r requirements.lock failed");
+    std::fs::write(&stamp, b"").unwrap();
+    python
+}
+
+#[test]
+fn the_python_sdk_client_falls_back_from_its_probe_resumes_after_cuts_and_runs_append_once() {
+    let python = venv_python();
+    let dir = tempfile::tempdir().unwrap();
+    let srv = TestServer::start(dir.path().join("journal.txt"));
+    let out = Command::new(python)
+        .arg("client_test.py")
+        .current_dir(py_dir())
+        .env("MCP_URL", srv.url())
+        .env("MCP_JOURNAL", &srv.journal)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the Python client tests failed");
+    assert!(stdout.contains("3 passed, 0 failed"));
+}
