@@ -1,9 +1,10 @@
 //! Builds the gate component so that nobody types a separate wasm build step.
 //!
-//! Runs `cargo build -p resume-gate --features component --target wasm32-wasip2 --profile component` in its own
-//! target directory (installing the `wasm32-wasip2` target with rustup first if this
-//! toolchain lacks it: `RUSTUP_AUTO_INSTALL=0` means `rust-toolchain.toml` alone will not)
-//! and hands the `.wasm` path to the crate as `RESUME_GATE_WASM`.
+//! Runs `cargo rustc -p resume-gate --lib --crate-type cdylib --features component --target
+//! wasm32-wasip2 --profile component` in its own target directory (installing the
+//! `wasm32-wasip2` target with rustup first if this toolchain lacks it: `RUSTUP_AUTO_INSTALL=0`
+//! means `rust-toolchain.toml` alone will not) and hands the `.wasm` path to the crate as
+//! `RESUME_GATE_WASM`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -59,7 +60,17 @@ fn build_component(root: &Path, target_dir: &Path) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(root)
-        .args(["build", "--locked", "-p", "resume-gate", "--features", "component"])
+        .args([
+            "rustc",
+            "--locked",
+            "-p",
+            "resume-gate",
+            "--lib",
+            "--crate-type",
+            "cdylib",
+            "--features",
+            "component",
+        ])
         .args(["--target", TARGET, "--profile", "component"])
         .arg("--target-dir")
         .arg(target_dir);

@@ -234,3 +234,23 @@ fn the_polling_tool_closes_its_stream_mid_call_and_the_get_resume_delivers_the_r
     let text: Value = rest.last().unwrap().json()["result"]["content"][0]["text"].clone();
     assert_eq!(text, json!("Reconnection test completed successfully"));
 }
+
+#[test]
+fn a_cancelled_call_is_never_resumed_and_its_request_is_answered_with_an_error() {
+    let (srv, _dir) = server();
+    let c = Client::initialize(srv.addr);
+    let mut post = c.call(4, "countdown", json!({"n": 20, "interval_ms": 100}), &[]);
+    let seen = frames(&mut post, 2);
+    drop(post);
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}});
+    assert_eq!(c.post(&cancel, &[]).status, 202);
+
+    let mut get = c.get(seen[1].id.as_deref());
+    assert_eq!(get.status, 200);
+    let priming = get.next_frame(WAIT).unwrap();
+    assert!(priming.is_priming(), "a fresh stream, not a resume: {priming:?}");
+    let stranded = get.next_frame(WAIT).expect("the stranded request is answered");
+    assert_eq!(stranded.json()["id"], json!(4));
+    assert_eq!(stranded.json()["error"]["code"], json!(-32001));
+    assert_eq!(get.next_frame(QUIET), None, "no progress event of the cancelled call is replayed");
+}

@@ -66,7 +66,11 @@ fn the_mcp_conformance_scenarios_pass_without_failure() {
     let srv = TestServer::start(dir.path().join("journal.txt"));
     for scenario in SCENARIOS {
         let out = Command::new("node")
-            .args(["--import", "./node20-compat.mjs", "node_modules/@modelcontextprotocol/conformance/dist/index.js"])
+            .args([
+                "--import",
+                "./node20-compat.mjs",
+                "node_modules/@modelcontextprotocol/conformance/dist/index.js",
+            ])
             .args(["server", "--url", &srv.url(), "--scenario", scenario])
             .current_dir(js_dir())
             .env("NO_COLOR", "1")

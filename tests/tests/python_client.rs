@@ -21,7 +21,8 @@ fn venv_python() -> PathBuf {
     if modified(&stamp).is_some() && modified(&stamp) >= modified(&lock) {
         return python;
     }
-    let ok = Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3 (3.10 or later)");
+    let ok =
+        Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3 (3.10 or later)");
     assert!(ok.success(), "python3 -m venv failed");
     let ok = Command::new(&python)
         .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
