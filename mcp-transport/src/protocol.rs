@@ -19,3 +19,6 @@ pub fn negotiate(requested: Option<&str>) -> &'static str {
 pub fn sends_priming(version: &str) -> bool {
     version >= "2025-11-25"
 }
+
+/// The stateless revision: no sessions, no resumption, no GET stream.
+pub const STATELESS: &str = "2026-07-28";

@@ -160,6 +160,11 @@ impl Server {
                 allow: Some("GET, POST, DELETE"),
             });
         }
+        // A stateless-revision client gets no GET stream (and no resumption); its other
+        // requests get the unsupported-version answer below and fall back to `initialize`.
+        if method == "GET" && req.header_str(VERSION_HEADER) == Some(protocol::STATELESS) {
+            return Reply::Plain(Plain { status: 405, body: None, session: None, allow: Some("POST") });
+        }
         let version = match req.header(VERSION_HEADER) {
             None => protocol::ASSUMED,
             Some(v) => match std::str::from_utf8(v).ok().map(str::trim).filter(|v| protocol::is_supported(v))

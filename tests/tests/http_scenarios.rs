@@ -201,6 +201,9 @@ fn bad_input_gets_the_right_status_and_leaves_other_sessions_untouched() {
     expect(raw(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", &[]), 400, Some(-32600));
     expect(raw(&vec![b' '; 5 << 20], &[]), 413, None);
     expect(raw(b"{}", &[("MCP-Protocol-Version", "1999-01-01")]), 400, Some(-32600));
+    let stateless_get =
+        [ACCEPT, ("Mcp-Session-Id", c.session.as_str()), ("MCP-Protocol-Version", "2026-07-28")];
+    expect(request(srv.addr, "GET", &stateless_get, b""), 405, None);
     expect(request(srv.addr, "PUT", &[JSON], b"{}"), 405, None);
     let text = request(srv.addr, "POST", &[("Content-Type", "text/plain"), ACCEPT], b"hi");
     expect(text, 415, None);
