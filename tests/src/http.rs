@@ -39,6 +39,19 @@ impl TestServer {
         format!("http://{}/mcp", self.addr)
     }
 
+    /// Runs a client program against this server (`MCP_URL`, `MCP_JOURNAL` in its environment),
+    /// echoes its output into the test log, and returns whether it succeeded and its stdout.
+    pub fn run_client(&self, cmd: &mut std::process::Command) -> (bool, String) {
+        let out = cmd
+            .env("MCP_URL", self.url())
+            .env("MCP_JOURNAL", &self.journal)
+            .output()
+            .expect("run the client");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), stdout)
+    }
+
     pub fn journal_lines(&self) -> Vec<String> {
         std::fs::read_to_string(&self.journal).unwrap_or_default().lines().map(str::to_owned).collect()
     }

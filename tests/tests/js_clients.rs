@@ -36,16 +36,12 @@ fn the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once() {
     npm_ci();
     let dir = tempfile::tempdir().unwrap();
     let srv = TestServer::start(dir.path().join("journal.txt"));
-    let out = Command::new("node")
-        .args(["--test", "--test-reporter=spec", "ts-client.test.mjs"])
-        .current_dir(js_dir())
-        .env("MCP_URL", srv.url())
-        .env("MCP_JOURNAL", &srv.journal)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "the TypeScript client tests failed");
+    let (ok, stdout) = srv.run_client(
+        Command::new("node")
+            .args(["--test", "--test-reporter=spec", "ts-client.test.mjs"])
+            .current_dir(js_dir()),
+    );
+    assert!(ok, "the TypeScript client tests failed");
     assert!(stdout.contains("pass 4") && stdout.contains("fail 0"), "expected 4 passing tests");
 }
 

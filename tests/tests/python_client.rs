@@ -39,15 +39,7 @@ fn the_python_sdk_client_falls_back_from_its_probe_resumes_after_cuts_and_runs_a
     let python = venv_python();
     let dir = tempfile::tempdir().unwrap();
     let srv = TestServer::start(dir.path().join("journal.txt"));
-    let out = Command::new(python)
-        .arg("client_test.py")
-        .current_dir(py_dir())
-        .env("MCP_URL", srv.url())
-        .env("MCP_JOURNAL", &srv.journal)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "the Python client tests failed");
+    let (ok, stdout) = srv.run_client(Command::new(python).arg("client_test.py").current_dir(py_dir()));
+    assert!(ok, "the Python client tests failed");
     assert!(stdout.contains("3 passed, 0 failed"));
 }
