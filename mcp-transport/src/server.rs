@@ -108,8 +108,12 @@ fn plain(status: u16, body: Option<String>) -> Reply {
     Reply::Plain(Plain { status, body, session: None, allow: None })
 }
 
+fn rpc_plain(status: u16, id: Option<&RequestId>, code: i64, message: &str) -> Plain {
+    Plain { status, body: Some(jsonrpc::error(id, code, message)), session: None, allow: None }
+}
+
 fn rpc_error(status: u16, id: Option<&RequestId>, code: i64, message: &str) -> Reply {
-    plain(status, Some(jsonrpc::error(id, code, message)))
+    Reply::Plain(rpc_plain(status, id, code, message))
 }
 
 /// The HTTP answer for a gate error.
@@ -204,9 +208,9 @@ impl Server {
     }
 
     /// The session a non-initialize request belongs to: `400` without one, `404` if unknown.
-    fn session(&self, gate: &mut impl GateApi, req: &HttpRequest) -> Result<String, Reply> {
+    fn session(&self, gate: &mut impl GateApi, req: &HttpRequest) -> Result<String, Plain> {
         let Some(raw) = req.header(SESSION_HEADER) else {
-            return Err(rpc_error(
+            return Err(rpc_plain(
                 400,
                 None,
                 INVALID_REQUEST,
@@ -217,10 +221,10 @@ impl Server {
             .ok()
             .filter(|s| !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b)))
         else {
-            return Err(rpc_error(400, None, INVALID_REQUEST, "Bad Request: invalid Mcp-Session-Id"));
+            return Err(rpc_plain(400, None, INVALID_REQUEST, "Bad Request: invalid Mcp-Session-Id"));
         };
         if !gate.has_session(id) {
-            return Err(rpc_error(404, None, -32001, "Session not found"));
+            return Err(rpc_plain(404, None, -32001, "Session not found"));
         }
         Ok(id.to_owned())
     }
@@ -258,7 +262,7 @@ impl Server {
         }
         let session = match self.session(gate, req) {
             Ok(s) => s,
-            Err(reply) => return reply,
+            Err(refused) => return Reply::Plain(refused),
         };
         let (id, method, params) = match message {
             Message::Request { id, method, params } => (id, method, params),
@@ -392,7 +396,7 @@ impl Server {
         }
         let session = match self.session(gate, req) {
             Ok(s) => s,
-            Err(reply) => return reply,
+            Err(refused) => return Reply::Plain(refused),
         };
         let Some(cursor) = req.header(LAST_EVENT_ID_HEADER) else {
             return match gate.open_stream(&session, &Origin::Standalone) {
@@ -444,7 +448,7 @@ impl Server {
     fn delete(&self, gate: &mut impl GateApi, req: &HttpRequest) -> Reply {
         let session = match self.session(gate, req) {
             Ok(s) => s,
-            Err(reply) => return reply,
+            Err(refused) => return Reply::Plain(refused),
         };
         match gate.end_session(&session) {
             Ok(()) => plain(200, None),
