@@ -45,11 +45,15 @@ fn the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once() {
     assert!(stdout.contains("pass 4") && stdout.contains("fail 0"), "expected 4 passing tests");
 }
 
-const SCENARIOS: [&str; 7] = [
+const SCENARIOS: [&str; 11] = [
     "server-initialize",
+    "ping",
+    "logging-set-level",
     "tools-list",
     "tools-call-simple-text",
     "tools-call-with-progress",
+    "tools-call-with-logging",
+    "tools-call-error",
     "server-sse-multiple-streams",
     "server-sse-polling",
     "dns-rebinding-protection",
