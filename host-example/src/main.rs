@@ -127,18 +127,7 @@ fn demo() -> Result<()> {
 }
 
 fn reason(r: StaleReason) -> &'static str {
-    match r {
-        StaleReason::Malformed => "malformed",
-        StaleReason::Forged => "forged",
-        StaleReason::OtherSession => "other-session",
-        StaleReason::EpochChanged => "epoch-changed",
-        StaleReason::Unknown => "unknown",
-        StaleReason::PostNeverResumes => "post-never-resumes",
-        StaleReason::Completed => "completed",
-        StaleReason::Aborted => "aborted",
-        StaleReason::Superseded => "superseded",
-        StaleReason::Evicted => "evicted",
-    }
+    host_example::convert::from_wit_reason(r).as_str()
 }
 
 fn ok<T>(r: Result<T, GateError>) -> Result<T> {

@@ -244,17 +244,13 @@ impl futures_core::Stream for SseBody {
     }
 }
 
-fn reason_name(r: StaleReason) -> &'static str {
-    r.as_str()
-}
-
 fn log_decision(stream: &Stream) {
     if let Some(d) = &stream.decision {
         tracing::info!(
             session = %stream.session,
             stream = stream.stream,
             decision = if d.resumed { "resume" } else { "fresh" },
-            reason = d.reason.map_or("-", reason_name),
+            reason = d.reason.map_or("-", StaleReason::as_str),
             replayed = d.replayed,
             stranded = ?d.stranded,
             "gate decision"
