@@ -257,3 +257,17 @@ fn a_cancelled_call_is_never_resumed_and_its_request_is_answered_with_an_error()
     assert_eq!(stranded.json()["error"]["code"], json!(-32001));
     assert_eq!(get.next_frame(QUIET), None, "no progress event of the cancelled call is replayed");
 }
+
+#[test]
+fn older_clients_get_no_priming_event_but_every_event_still_carries_its_id() {
+    let (srv, _dir) = server();
+    let c = Client { version: "2025-06-18", ..Client::initialize(srv.addr) };
+    let mut post = c.call(1, "countdown", json!({"n": 2, "interval_ms": 50}), &[]);
+    let got = post.frames_until_closed(WAIT);
+    assert_eq!(got.len(), 3, "two progress events and the result, no priming: {got:?}");
+    assert!(got.iter().all(|f| f.id.is_some() && !f.data.is_empty()));
+    // The first event's id is still a valid cursor for a GET resume.
+    let rest = c.get(got[0].id.as_deref()).frames_until_closed(WAIT);
+    assert_eq!(rest.iter().filter_map(progress_of).collect::<Vec<_>>(), [2]);
+    assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1]);
+}
