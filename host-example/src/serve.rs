@@ -219,7 +219,7 @@ impl Journal {
 /// is detached from this connection.
 struct SseBody {
     rx: mpsc::Receiver<Bytes>,
-    guard: Detach,
+    _detach_on_drop: Detach,
 }
 
 struct Detach {
@@ -239,7 +239,6 @@ impl futures_core::Stream for SseBody {
     type Item = Result<Bytes, Infallible>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let _ = &self.guard;
         self.rx.poll_recv(cx).map(|frame| frame.map(Ok))
     }
 }
@@ -262,7 +261,7 @@ async fn handle(State(app): State<Arc<App>>, method: Method, headers: HeaderMap,
     let req = HttpRequest {
         method: method.as_str().to_owned(),
         headers: headers.iter().map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec())).collect(),
-        body: body.to_vec(),
+        body: body.into(),
     };
     // Decide, and attach the connection, in one critical section.
     let (reply, body) = {
@@ -328,7 +327,7 @@ fn attach(app: &Arc<App>, core: &mut Core, s: &Stream) -> Body {
         stream: s.stream,
         attachment: s.attachment,
     };
-    Body::from_stream(SseBody { rx, guard })
+    Body::from_stream(SseBody { rx, _detach_on_drop: guard })
 }
 
 fn mint_session_id() -> String {

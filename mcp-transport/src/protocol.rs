@@ -6,13 +6,14 @@ pub const LATEST: &str = SUPPORTED[0];
 /// What a request without `MCP-Protocol-Version` is assumed to speak (spec: 2025-03-26).
 pub const ASSUMED: &str = "2025-03-26";
 
-pub fn is_supported(version: &str) -> bool {
-    SUPPORTED.contains(&version)
+/// Our spelling of `version`, if we speak it.
+pub fn supported(version: &str) -> Option<&'static str> {
+    SUPPORTED.iter().copied().find(|v| *v == version)
 }
 
 /// The version `initialize` answers with: the client's if we speak it, else our latest.
 pub fn negotiate(requested: Option<&str>) -> &'static str {
-    requested.and_then(|r| SUPPORTED.iter().find(|v| **v == r)).copied().unwrap_or(LATEST)
+    requested.and_then(supported).unwrap_or(LATEST)
 }
 
 /// Priming events (an id and empty data first) go only to 2025-11-25 and later.

@@ -171,9 +171,8 @@ impl Server {
         }
         let version = match req.header(VERSION_HEADER) {
             None => protocol::ASSUMED,
-            Some(v) => match std::str::from_utf8(v).ok().map(str::trim).filter(|v| protocol::is_supported(v))
-            {
-                Some(v) => protocol::SUPPORTED.iter().copied().find(|s| *s == v).unwrap_or(protocol::ASSUMED),
+            Some(v) => match std::str::from_utf8(v).ok().map(str::trim).and_then(protocol::supported) {
+                Some(v) => v,
                 None => {
                     let msg = format!(
                         "Bad Request: unsupported MCP-Protocol-Version; supported: {}",
