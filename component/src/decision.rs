@@ -121,8 +121,8 @@ pub(crate) fn decide(
     if id.epoch != r.session.epoch {
         return fresh(EpochChanged);
     }
-    // 5. Its stream exists in this session.
-    let Some(stream) = stream_of(id.stream)? else {
+    // 5. Its stream exists in this session, in this epoch.
+    let Some(stream) = stream_of(id.stream)?.filter(|st| st.epoch == r.session.epoch) else {
         return fresh(Unknown);
     };
     // 6. Resumption is always a GET: a POST gets a fresh stream for its own request.

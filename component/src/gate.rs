@@ -11,7 +11,7 @@ use crate::error::GateError;
 use crate::event_id::{EventId, SigningKey};
 use crate::session::{SessionMeta, next_epoch, validate_session_id};
 use crate::store::{MemoryStore, Store};
-use crate::stream::{Origin, RequestId, Seq, StoredEvent, StreamMeta, StreamNo, StreamState};
+use crate::stream::{Buffered, EventKey, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState};
 
 /// An event for the host to write as one SSE frame (`id:`, optional `retry:`, `data:`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,6 +66,23 @@ pub struct SessionInfo {
     pub epoch: u64,
 }
 
+/// What a poll of a stream found: events recorded since the host's last one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Polled {
+    /// The stream's events after the given sequence number, in order.
+    pub events: Vec<Event>,
+    /// Stop following: the terminal is among `events`, the stream ended, another connection
+    /// took it over, or events after the cursor were evicted (the client's next reconnect
+    /// gets the verdict).
+    pub done: bool,
+}
+
+/// A lost compare-and-swap race is retried from a fresh load this many times.
+const MAX_ATTEMPTS: usize = 64;
+
+fn contention() -> GateError {
+    GateError::Store(format!("record still contended after {MAX_ATTEMPTS} attempts"))
+}
 /// The stale-cursor gate over a state store.
 #[derive(Debug)]
 pub struct Gate<S: Store = MemoryStore> {
@@ -134,13 +151,13 @@ impl<S: Store> Gate<S> {
 
     /// Ends a session: every later call for it gets `UnknownSession`.
     pub fn end_session(&mut self, session: &str) -> Result<(), GateError> {
-        let r = self.session(session).and_then(|_| Ok(self.store.remove_session(session)?));
+        let r = self.session(session).and_then(|(s, _)| Ok(self.store.remove_session(&s)?));
         self.counted(r)
     }
 
     /// Opens a stream of `origin` in the session and returns its priming event.
     pub fn open_stream(&mut self, session: &str, origin: Origin, now: Millis) -> Result<Opened, GateError> {
-        let r = self.session(session).and_then(|mut s| self.open_stream_in(&mut s, origin, now));
+        let r = self.session(session).and_then(|(s, _)| self.open_stream_in(&s, origin, now));
         self.counted(r)
     }
 
@@ -187,6 +204,26 @@ impl<S: Store> Gate<S> {
         self.counted(r)
     }
 
+    /// Aborts the stream of a JSON-RPC request (`notifications/cancelled`); `false` when the
+    /// session has no live stream for that request.
+    pub fn abort_request(&mut self, session: &str, id: &RequestId) -> Result<bool, GateError> {
+        let r = self.abort_request_inner(session, id);
+        self.counted(r)
+    }
+
+    /// The events recorded on a stream after `after`, for a host that follows the store
+    /// instead of being handed events (per-request instances). Changes nothing.
+    pub fn poll(
+        &mut self,
+        session: &str,
+        stream: StreamNo,
+        attachment: u32,
+        after: Seq,
+    ) -> Result<Polled, GateError> {
+        let r = self.poll_inner(session, stream, attachment, after);
+        self.counted(r)
+    }
+
     /// Decides a reconnect with `Last-Event-ID` = `cursor` (raw header bytes).
     pub fn reconnect(
         &mut self,
@@ -206,9 +243,18 @@ impl<S: Store> Gate<S> {
         r
     }
 
-    fn session(&mut self, session: &str) -> Result<SessionMeta, GateError> {
+    fn session(&mut self, session: &str) -> Result<(SessionMeta, S::Version), GateError> {
         validate_session_id(session)?;
         self.store.session(session)?.ok_or(GateError::UnknownSession)
+    }
+
+    /// A stream of the session's current epoch; a record left by an earlier epoch is not one.
+    fn stream(
+        &mut self,
+        session: &SessionMeta,
+        no: StreamNo,
+    ) -> Result<Option<(StreamMeta, S::Version)>, GateError> {
+        Ok(self.store.stream(&session.id, no)?.filter(|(st, _)| st.epoch == session.epoch))
     }
 
     fn open_session_inner(
@@ -218,92 +264,92 @@ impl<S: Store> Gate<S> {
         entropy: [u8; 8],
     ) -> Result<SessionInfo, GateError> {
         validate_session_id(session)?;
-        let meta = match self.store.session(session)? {
-            Some(old) => {
-                for stream in self.store.streams(session)? {
-                    self.store.remove_stream(session, stream.no)?;
-                }
-                SessionMeta {
-                    epoch: next_epoch(entropy, Some(old.epoch)),
-                    standalone: None,
-                    last_active: now,
-                    ..old
-                }
-            }
-            None => {
+        for _ in 0..MAX_ATTEMPTS {
+            let Some((old, version)) = self.store.session(session)? else {
                 if self.store.session_count()? >= u64::from(self.config.max_sessions) {
                     self.reclaim_idle_session(now)?;
                 }
-                SessionMeta::new(session, next_epoch(entropy, None), now)
+                let meta = SessionMeta::new(session, next_epoch(entropy, None), now);
+                self.store.create_session(&meta)?;
+                return Ok(SessionInfo { epoch: meta.epoch });
+            };
+            let meta = SessionMeta {
+                epoch: next_epoch(entropy, Some(old.epoch)),
+                standalone: None,
+                streams: Vec::new(),
+                last_active: now,
+                ..old.clone()
+            };
+            if self.store.save_session(&meta, version)? {
+                for no in &old.streams {
+                    if let Some((stream, _)) = self.store.stream(session, *no)? {
+                        self.store.remove_stream(session, &stream)?;
+                    }
+                }
+                return Ok(SessionInfo { epoch: meta.epoch });
             }
-        };
-        self.store.put_session(&meta)?;
-        Ok(SessionInfo { epoch: meta.epoch })
+        }
+        Err(contention())
     }
 
     /// Frees one slot by removing the longest-idle session with no attached stream.
     fn reclaim_idle_session(&mut self, now: Millis) -> Result<(), GateError> {
-        let mut oldest: Option<(Millis, String)> = None;
+        let mut oldest: Option<(Millis, SessionMeta)> = None;
         for s in self.store.sessions()? {
-            let streams = self.store.streams(&s.id)?;
+            let streams = self.streams_of(&s)?;
             if streams.iter().any(|st| st.state == StreamState::Open) {
                 continue;
             }
             let last = streams.iter().map(|st| st.last_active).fold(s.last_active, Millis::max);
             if now.saturating_sub(last) > self.config.session_idle_ms
                 // Ties break on the id: the choice never depends on the store's iteration order.
-                && oldest.as_ref().is_none_or(|(t, id)| (last, &s.id) < (*t, id))
+                && oldest.as_ref().is_none_or(|(t, o)| (last, &s.id) < (*t, &o.id))
             {
-                oldest = Some((last, s.id));
+                oldest = Some((last, s));
             }
         }
-        let (_, id) = oldest.ok_or(GateError::TooManySessions)?;
-        self.store.remove_session(&id)?;
+        let (_, victim) = oldest.ok_or(GateError::TooManySessions)?;
+        self.store.remove_session(&victim)?;
         self.counters.reclaimed_sessions += 1;
         Ok(())
     }
 
+    /// The stream records a session lists.
+    fn streams_of(&mut self, session: &SessionMeta) -> Result<Vec<StreamMeta>, GateError> {
+        let mut streams = Vec::with_capacity(session.streams.len());
+        for no in &session.streams {
+            if let Some((st, _)) = self.stream(session, *no)? {
+                streams.push(st);
+            }
+        }
+        Ok(streams)
+    }
+
     fn open_stream_in(
         &mut self,
-        session: &mut SessionMeta,
+        session: &SessionMeta,
         origin: Origin,
         now: Millis,
     ) -> Result<Opened, GateError> {
-        let mut streams = self.store.streams(&session.id)?;
-        let retention = self.config.retention_ms;
-        for stream in streams.iter_mut().filter(|s| s.expired(now, retention)) {
-            self.end_stream(&session.id, stream, StreamState::Aborted)?;
-            self.counters.expired_streams += 1;
-        }
         if let Origin::Request(id) = &origin
-            && streams.iter().any(|s| s.origin.request_id() == Some(id))
+            && !self.store.claim_request(&session.id, id)?
         {
             return Err(GateError::DuplicateRequestId);
         }
-        if streams.len() >= self.config.max_streams_per_session as usize {
-            let tombstone = streams
-                .iter()
-                .filter(|s| !s.state.is_live())
-                .min_by_key(|s| (s.last_active, s.no))
-                .ok_or(GateError::TooManyStreams)?;
-            self.store.remove_stream(&session.id, tombstone.no)?;
-        }
-        if origin == Origin::Standalone
-            && let Some(previous) = session.standalone
-            && let Some(previous) = streams.iter_mut().find(|s| s.no == previous && s.state.is_live())
-        {
-            self.end_stream(&session.id, previous, StreamState::Superseded)?;
-        }
-
         let no = self.store.allocate_stream_no(&session.id)?;
-        if origin == Origin::Standalone {
-            session.standalone = Some(no);
+        let meta = StreamMeta::new(no, session.epoch, origin, now);
+        self.store.create_stream(&session.id, &meta)?;
+        match self.list_stream(session, &meta, now) {
+            Ok(superseded) => {
+                if let Some(previous) = superseded {
+                    self.end_stream(session, previous, StreamState::Superseded)?;
+                }
+            }
+            Err(e) => {
+                self.store.remove_stream(&session.id, &meta)?;
+                return Err(e);
+            }
         }
-        session.last_active = now;
-        self.store.put_session(session)?;
-        let meta = StreamMeta::new(no, origin, now);
-        self.store.put_stream(&session.id, &meta)?;
-
         let id = EventId::mint(session.epoch, session.tag, no, 0, self.key.as_ref());
         let priming = Event {
             id: id.format(),
@@ -316,20 +362,72 @@ impl<S: Store> Gate<S> {
         Ok(Opened { stream: no, attachment: meta.attachment, priming })
     }
 
-    /// Moves a stream to a finished state and frees its buffer; the record stays as a tombstone.
+    /// Adds a new stream to its session's list, making room by dropping the oldest tombstone
+    /// (expiring streams kept past retention first). Returns the standalone stream it replaces.
+    fn list_stream(
+        &mut self,
+        session: &SessionMeta,
+        stream: &StreamMeta,
+        now: Millis,
+    ) -> Result<Option<StreamNo>, GateError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let (mut s, version) = self.session(&session.id)?;
+            if s.epoch != session.epoch {
+                return Err(GateError::UnknownSession);
+            }
+            if s.streams.len() >= self.config.max_streams_per_session as usize {
+                let mut listed = self.streams_of(&s)?;
+                let retention = self.config.retention_ms;
+                for st in listed.iter_mut().filter(|st| st.expired(now, retention)) {
+                    self.end_stream(&s, st.no, StreamState::Aborted)?;
+                    st.state = StreamState::Aborted;
+                    self.counters.expired_streams += 1;
+                }
+                let tombstone = listed
+                    .iter()
+                    .filter(|st| !st.state.is_live())
+                    .min_by_key(|st| (st.last_active, st.no))
+                    .ok_or(GateError::TooManyStreams)?;
+                self.store.remove_stream(&s.id, tombstone)?;
+                let gone = tombstone.no;
+                let present: Vec<StreamNo> = listed.iter().map(|st| st.no).collect();
+                s.streams.retain(|no| *no != gone && present.contains(no));
+            }
+            s.streams.push(stream.no);
+            let previous = match stream.origin {
+                Origin::Standalone => s.standalone.replace(stream.no),
+                Origin::Request(_) => None,
+            };
+            s.last_active = now;
+            if self.store.save_session(&s, version)? {
+                return Ok(previous);
+            }
+        }
+        Err(contention())
+    }
+
+    /// Moves a live stream to a finished state and frees its buffer; the record stays as a
+    /// tombstone. Returns whether this call finished it.
     fn end_stream(
         &mut self,
-        session: &str,
-        stream: &mut StreamMeta,
+        session: &SessionMeta,
+        no: StreamNo,
         state: StreamState,
-    ) -> Result<(), GateError> {
-        stream.state = state;
-        stream.first_buffered = stream.last_seq.saturating_add(1);
-        stream.buffered_events = 0;
-        stream.buffered_bytes = 0;
-        self.store.drop_events(session, stream.no)?;
-        self.store.put_stream(session, stream)?;
-        Ok(())
+    ) -> Result<bool, GateError> {
+        for _ in 0..MAX_ATTEMPTS {
+            let Some((mut stream, version)) = self.stream(session, no)? else {
+                return Ok(false);
+            };
+            if !stream.state.is_live() {
+                return Ok(false);
+            }
+            let freed = stream.finish(state);
+            if self.store.save_stream(&session.id, &stream, version)? {
+                self.store.delete_events(&session.id, no, &freed)?;
+                return Ok(true);
+            }
+        }
+        Err(contention())
     }
 
     fn record(
@@ -340,47 +438,69 @@ impl<S: Store> Gate<S> {
         terminal: bool,
         now: Millis,
     ) -> Result<Event, GateError> {
-        let s = self.session(session)?;
-        let mut stream = self.store.stream(session, no)?.ok_or(GateError::UnknownStream)?;
-        if terminal && stream.origin == Origin::Standalone {
+        let (s, _) = self.session(session)?;
+        let mut loaded = self.stream(&s, no)?.ok_or(GateError::UnknownStream)?;
+        if terminal && loaded.0.origin == Origin::Standalone {
             return Err(GateError::NotARequestStream);
         }
-        if stream.expired(now, self.config.retention_ms) {
-            self.end_stream(session, &mut stream, StreamState::Aborted)?;
-            self.counters.expired_streams += 1;
-        }
-        if !stream.state.takes_events() {
-            return Err(GateError::StreamFinished);
-        }
-
-        let seq = stream.last_seq.saturating_add(1);
-        let id = EventId::mint(s.epoch, s.tag, no, seq, self.key.as_ref()).format();
-        let event = Event { id, stream: no, seq, data, retry_ms: None, terminal };
-        let stored = StoredEvent { seq, id: event.id.clone(), data: event.data.clone() };
-
-        stream.last_seq = seq;
-        stream.buffered_events = stream.buffered_events.saturating_add(1);
-        stream.buffered_bytes = stream.buffered_bytes.saturating_add(stored.cost());
-        stream.last_active = now;
-        if terminal {
-            stream.state = StreamState::TerminalSent;
-            stream.terminal_seq = Some(seq);
-        }
-        self.store.push_event(session, no, stored)?;
-        while stream.buffered_events > self.config.max_events_per_stream
-            || stream.buffered_bytes > self.config.max_bytes_per_stream
-        {
-            let Some(old) = self.store.evict_oldest(session, no)? else {
-                break;
+        let mut key = None;
+        for _ in 0..MAX_ATTEMPTS {
+            let (mut stream, version) = loaded;
+            if stream.expired(now, self.config.retention_ms) {
+                if self.end_stream(&s, no, StreamState::Aborted)? {
+                    self.counters.expired_streams += 1;
+                }
+                stream.state = StreamState::Aborted;
+            }
+            if !stream.state.takes_events() {
+                if let Some(k) = key {
+                    self.store.delete_events(session, no, &[k])?;
+                }
+                return Err(GateError::StreamFinished);
+            }
+            let k = match key {
+                Some(k) => k,
+                None => *key.insert(self.store.put_event(session, no, &data)?),
             };
-            stream.first_buffered = old.seq.saturating_add(1);
-            stream.buffered_events = stream.buffered_events.saturating_sub(1);
-            stream.buffered_bytes = stream.buffered_bytes.saturating_sub(old.cost());
-            self.counters.evicted_events += 1;
+
+            let seq = stream.last_seq.saturating_add(1);
+            let id = EventId::mint(s.epoch, s.tag, no, seq, self.key.as_ref()).format();
+            let cost = u32::try_from(id.len() + data.len()).unwrap_or(u32::MAX);
+            stream.last_seq = seq;
+            stream.buffer.push_back(Buffered { key: k, cost });
+            stream.buffered_bytes = stream.buffered_bytes.saturating_add(u64::from(cost));
+            stream.last_active = now;
+            if terminal {
+                stream.state = StreamState::TerminalSent;
+                stream.terminal_seq = Some(seq);
+            }
+            let mut evicted = Vec::new();
+            while stream.buffer.len() > self.config.max_events_per_stream as usize
+                || stream.buffered_bytes > self.config.max_bytes_per_stream
+            {
+                let Some(old) = stream.buffer.pop_front() else { break };
+                stream.first_buffered = stream.first_buffered.saturating_add(1);
+                stream.buffered_bytes = stream.buffered_bytes.saturating_sub(u64::from(old.cost));
+                evicted.push(old.key);
+            }
+            if self.store.save_stream(session, &stream, version)? {
+                self.store.delete_events(session, no, &evicted)?;
+                self.counters.evicted_events += evicted.len() as u64;
+                self.counters.events_emitted += 1;
+                return Ok(Event { id, stream: no, seq, data, retry_ms: None, terminal });
+            }
+            match self.stream(&s, no)? {
+                Some(fresh) => loaded = fresh,
+                None => {
+                    self.store.delete_events(session, no, &[k])?;
+                    return Err(GateError::UnknownStream);
+                }
+            }
         }
-        self.store.put_stream(session, &stream)?;
-        self.counters.events_emitted += 1;
-        Ok(event)
+        if let Some(k) = key {
+            self.store.delete_events(session, no, &[k])?;
+        }
+        Err(contention())
     }
 
     fn detach_inner(
@@ -391,27 +511,95 @@ impl<S: Store> Gate<S> {
         now: Millis,
     ) -> Result<(), GateError> {
         validate_session_id(session)?;
-        let Some(mut stream) = self.store.stream(session, no)? else {
-            return Ok(());
-        };
-        if stream.attachment != attachment || !stream.state.is_live() {
-            return Ok(());
+        for _ in 0..MAX_ATTEMPTS {
+            let Some((mut stream, version)) = self.store.stream(session, no)? else {
+                return Ok(());
+            };
+            if stream.attachment != attachment || !stream.state.is_live() {
+                return Ok(());
+            }
+            if stream.state == StreamState::Open {
+                stream.state = StreamState::Resumable;
+            }
+            stream.last_active = now;
+            if self.store.save_stream(session, &stream, version)? {
+                return Ok(());
+            }
         }
-        if stream.state == StreamState::Open {
-            stream.state = StreamState::Resumable;
-        }
-        stream.last_active = now;
-        self.store.put_stream(session, &stream)?;
-        Ok(())
+        Err(contention())
     }
 
     fn abort_inner(&mut self, session: &str, no: StreamNo) -> Result<(), GateError> {
-        self.session(session)?;
-        let mut stream = self.store.stream(session, no)?.ok_or(GateError::UnknownStream)?;
-        if stream.state.is_live() {
-            self.end_stream(session, &mut stream, StreamState::Aborted)?;
+        let (s, _) = self.session(session)?;
+        if self.stream(&s, no)?.is_none() {
+            return Err(GateError::UnknownStream);
         }
+        self.end_stream(&s, no, StreamState::Aborted)?;
         Ok(())
+    }
+
+    fn abort_request_inner(&mut self, session: &str, id: &RequestId) -> Result<bool, GateError> {
+        let (s, _) = self.session(session)?;
+        for stream in self.streams_of(&s)? {
+            if stream.origin.request_id() == Some(id) {
+                return self.end_stream(&s, stream.no, StreamState::Aborted);
+            }
+        }
+        Ok(false)
+    }
+
+    /// The data of the buffered events after `after`, as events to write.
+    fn replay(
+        &mut self,
+        session: &SessionMeta,
+        stream: &StreamMeta,
+        after: Seq,
+    ) -> Result<Option<Vec<Event>>, GateError> {
+        let (seqs, keys): (Vec<Seq>, Vec<EventKey>) =
+            stream.buffered_after(after).map(|(seq, b)| (seq, b.key)).unzip();
+        let Some(data) = self.store.event_data(&session.id, stream.no, &keys)? else {
+            return Ok(None);
+        };
+        let events = seqs
+            .into_iter()
+            .zip(data)
+            .map(|(seq, data)| Event {
+                id: EventId::mint(session.epoch, session.tag, stream.no, seq, self.key.as_ref()).format(),
+                stream: stream.no,
+                seq,
+                data,
+                retry_ms: None,
+                terminal: Some(seq) == stream.terminal_seq,
+            })
+            .collect();
+        Ok(Some(events))
+    }
+
+    fn poll_inner(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+        attachment: u32,
+        after: Seq,
+    ) -> Result<Polled, GateError> {
+        let (s, _) = self.session(session)?;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some((stream, _)) = self.stream(&s, no)? else {
+                return Err(GateError::UnknownStream);
+            };
+            if stream.attachment != attachment
+                || !stream.state.is_live()
+                || after.saturating_add(1) < stream.first_buffered
+            {
+                return Ok(Polled { events: Vec::new(), done: true });
+            }
+            // Data missing under a listed key means the record moved on since the load.
+            if let Some(events) = self.replay(&s, &stream, after)? {
+                let done = stream.terminal_seq.is_some() && events.last().is_none_or(|e| e.terminal);
+                return Ok(Polled { events, done });
+            }
+        }
+        Err(contention())
     }
 
     fn reconnect_inner(
@@ -421,60 +609,65 @@ impl<S: Store> Gate<S> {
         origin: Origin,
         now: Millis,
     ) -> Result<Decision, GateError> {
-        let mut s = self.session(session)?;
-        let reconnect = Reconnect {
-            cursor,
-            origin: &origin,
-            session: &s,
-            key: self.key.as_ref(),
-            now,
-            retention: self.config.retention_ms,
-        };
-        let store = &mut self.store;
-        let verdict = decide(&reconnect, |no| store.stream(session, no))?;
-        match verdict {
-            Verdict::Resume { mut stream, after } => {
-                let events = self.store.events_after(session, stream.no, after)?;
-                stream.attachment = stream.attachment.wrapping_add(1);
-                if stream.state == StreamState::Resumable {
-                    stream.state = StreamState::Open;
-                }
-                stream.last_active = now;
-                self.store.put_stream(session, &stream)?;
-                let terminal_seq = stream.terminal_seq;
-                let events: Vec<Event> = events
-                    .into_iter()
-                    .map(|e| Event {
-                        id: e.id,
-                        stream: stream.no,
-                        seq: e.seq,
-                        data: e.data,
-                        retry_ms: None,
-                        terminal: Some(e.seq) == terminal_seq,
-                    })
-                    .collect();
-                self.counters.resumes += 1;
-                self.counters.events_replayed += events.len() as u64;
-                Ok(Decision::Resume(Resumption {
-                    stream: stream.no,
-                    attachment: stream.attachment,
-                    includes_terminal: terminal_seq.is_some(),
-                    events,
+        let (s, _) = self.session(session)?;
+        for _ in 0..MAX_ATTEMPTS {
+            let reconnect = Reconnect {
+                cursor,
+                origin: &origin,
+                session: &s,
+                key: self.key.as_ref(),
+                now,
+                retention: self.config.retention_ms,
+            };
+            let mut version = None;
+            let store = &mut self.store;
+            let verdict = decide(&reconnect, |no| {
+                Ok(store.stream(session, no)?.map(|(st, v)| {
+                    version = Some(v);
+                    st
                 }))
-            }
-            Verdict::Fresh { reason, source } => {
-                let mut stranded = None;
-                if let Some(mut source) = source {
-                    if let Some(state) = source.becomes {
-                        self.end_stream(session, &mut source.stream, state)?;
+            })?;
+            match verdict {
+                Verdict::Resume { mut stream, after } => {
+                    let Some(version) = version else { continue };
+                    let Some(events) = self.replay(&s, &stream, after)? else { continue };
+                    stream.attachment = stream.attachment.wrapping_add(1);
+                    if stream.state == StreamState::Resumable {
+                        stream.state = StreamState::Open;
                     }
-                    stranded = source.stranded;
+                    stream.last_active = now;
+                    if !self.store.save_stream(session, &stream, version)? {
+                        continue;
+                    }
+                    self.counters.resumes += 1;
+                    self.counters.events_replayed += events.len() as u64;
+                    return Ok(Decision::Resume(Resumption {
+                        stream: stream.no,
+                        attachment: stream.attachment,
+                        includes_terminal: stream.terminal_seq.is_some(),
+                        events,
+                    }));
                 }
-                self.counters.count_fresh(reason);
-                let opened = self.open_stream_in(&mut s, origin, now)?;
-                Ok(Decision::Fresh(FreshStart { reason, opened, stranded }))
+                Verdict::Fresh { reason, source } => {
+                    let mut stranded = None;
+                    if let Some(mut source) = source {
+                        if let Some(state) = source.becomes {
+                            let Some(version) = version else { continue };
+                            let freed = source.stream.finish(state);
+                            if !self.store.save_stream(session, &source.stream, version)? {
+                                continue;
+                            }
+                            self.store.delete_events(session, source.stream.no, &freed)?;
+                        }
+                        stranded = source.stranded;
+                    }
+                    self.counters.count_fresh(reason);
+                    let opened = self.open_stream_in(&s, origin, now)?;
+                    return Ok(Decision::Fresh(FreshStart { reason, opened, stranded }));
+                }
             }
         }
+        Err(contention())
     }
 }
 

@@ -16,6 +16,7 @@
 //! - [`stream`], [`session`]: the stream model and the session it belongs to.
 //! - [`event_id`]: minting, signing and the total parser of event ids.
 //! - [`store`]: the `Store` trait and the in-memory store.
+//! - [`kv`]: the store over a shared key-value store (`wasi:keyvalue`), for per-request hosts.
 //! - [`config`], [`counters`], [`error`]: bounds, metrics, typed errors.
 //! - `component` (feature `component`): the wit-bindgen glue.
 
@@ -25,6 +26,7 @@ pub mod decision;
 pub mod error;
 pub mod event_id;
 pub mod gate;
+pub mod kv;
 pub mod session;
 pub mod store;
 pub mod stream;
@@ -36,6 +38,6 @@ pub use config::{Config, Millis};
 pub use counters::Counters;
 pub use decision::StaleReason;
 pub use error::{GateError, StoreError};
-pub use gate::{Decision, Event, FreshStart, Gate, Opened, Resumption, SessionInfo};
+pub use gate::{Decision, Event, FreshStart, Gate, Opened, Polled, Resumption, SessionInfo};
 pub use store::{MemoryStats, MemoryStore, Store};
-pub use stream::{Origin, RequestId, Seq, StreamNo, StreamState};
+pub use stream::{EventKey, Origin, RequestId, Seq, StreamNo, StreamState};

@@ -1,55 +1,75 @@
 //! Where the gate keeps its state.
 //!
-//! The gate's logic never touches a map directly: it loads and saves small records through
-//! `Store`. The in-memory store serves long-lived instances (wasmtime, Node, Python). The trait
-//! is shaped for a key-value store too (one key per session record, per stream record and per
-//! event; stream numbers and sequence numbers come from the records, so a key-value store can
-//! guard them with atomic increment or compare-and-swap), for hosts that instantiate the
-//! component per request.
+//! The gate never touches a map directly: it loads and saves small records through `Store`.
+//! Every record change is a *load, then a save that only succeeds if nobody wrote the record
+//! in between* (`Version`), so the same gate logic is correct whether one instance owns the
+//! state (the memory store: a save always succeeds) or many instances share it (the key-value
+//! store: the save is a compare-and-swap, and the gate retries a lost race from a fresh load).
+//!
+//! Event data is written under its own key *before* the stream record that lists it is saved,
+//! so a record never names data that is not there; data is deleted only after the save that
+//! stopped listing it.
 //!
 //! A store only holds what it is given; every bound is enforced by the gate.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::error::StoreError;
 use crate::session::SessionMeta;
-use crate::stream::{Seq, StoredEvent, StreamMeta, StreamNo};
+use crate::stream::{EventKey, RequestId, StreamMeta, StreamNo};
 
 pub trait Store {
-    fn session(&mut self, id: &str) -> Result<Option<SessionMeta>, StoreError>;
-    fn put_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError>;
-    /// Removes the session with all its streams and events.
-    fn remove_session(&mut self, id: &str) -> Result<(), StoreError>;
+    /// What a load remembers so that the matching save can tell whether another writer got
+    /// there first.
+    type Version;
+
+    fn session(&mut self, id: &str) -> Result<Option<(SessionMeta, Self::Version)>, StoreError>;
+    /// Writes the record of a session that does not exist yet (a fresh, unguessable id).
+    fn create_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError>;
+    /// Saves the record if it is still at `version`; `false` when another writer won.
+    fn save_session(&mut self, meta: &SessionMeta, version: Self::Version) -> Result<bool, StoreError>;
+    /// Removes the session, its counters and every stream it lists, with their events.
+    fn remove_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError>;
     fn session_count(&mut self) -> Result<u64, StoreError>;
     /// Every session record; called only when `max-sessions` is reached, to reclaim idle ones.
     fn sessions(&mut self) -> Result<Vec<SessionMeta>, StoreError>;
 
     /// A stream number never handed out before for this session id, not even before a
-    /// re-issue (a key-value store: an atomic increment of a per-session counter).
+    /// re-issue (a key-value store: an atomic increment).
     fn allocate_stream_no(&mut self, session: &str) -> Result<StreamNo, StoreError>;
-    fn stream(&mut self, session: &str, no: StreamNo) -> Result<Option<StreamMeta>, StoreError>;
-    fn put_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError>;
-    /// Removes the stream record and its events.
-    fn remove_stream(&mut self, session: &str, no: StreamNo) -> Result<(), StoreError>;
-    /// The session's stream records, in stream-number order.
-    fn streams(&mut self, session: &str) -> Result<Vec<StreamMeta>, StoreError>;
-
-    /// Appends an event; its `seq` is one past the stream's last.
-    fn push_event(&mut self, session: &str, no: StreamNo, event: StoredEvent) -> Result<(), StoreError>;
-    /// Removes and returns the stream's oldest buffered event.
-    fn evict_oldest(&mut self, session: &str, no: StreamNo) -> Result<Option<StoredEvent>, StoreError>;
-    /// Removes every buffered event of the stream.
-    fn drop_events(&mut self, session: &str, no: StreamNo) -> Result<(), StoreError>;
-    /// The buffered events with `seq > after`, in order.
-    fn events_after(
+    /// Claims a JSON-RPC request id for one stream of the session; `false` if it is taken.
+    /// The claim ends when that stream's record is removed.
+    fn claim_request(&mut self, session: &str, id: &RequestId) -> Result<bool, StoreError>;
+    fn stream(
         &mut self,
         session: &str,
         no: StreamNo,
-        after: Seq,
-    ) -> Result<Vec<StoredEvent>, StoreError>;
+    ) -> Result<Option<(StreamMeta, Self::Version)>, StoreError>;
+    /// Writes the record of a stream whose number was just allocated.
+    fn create_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError>;
+    /// Saves the record if it is still at `version`; `false` when another writer won.
+    fn save_stream(
+        &mut self,
+        session: &str,
+        meta: &StreamMeta,
+        version: Self::Version,
+    ) -> Result<bool, StoreError>;
+    /// Removes the stream record, the data of the events it lists and its request claim.
+    fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError>;
+
+    /// Stores an event's data under a key no other event of the stream has or will have.
+    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<EventKey, StoreError>;
+    /// The data under each key, in order; `None` if any of them is missing.
+    fn event_data(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+        keys: &[EventKey],
+    ) -> Result<Option<Vec<String>>, StoreError>;
+    fn delete_events(&mut self, session: &str, no: StreamNo, keys: &[EventKey]) -> Result<(), StoreError>;
 }
 
-/// State in the instance's own memory: hash maps and a ring buffer per stream.
+/// State in the instance's own memory: one owner, so every save succeeds.
 #[derive(Default, Debug)]
 pub struct MemoryStore {
     sessions: HashMap<String, SessionEntry>,
@@ -59,13 +79,15 @@ pub struct MemoryStore {
 struct SessionEntry {
     meta: SessionMeta,
     last_stream_no: StreamNo,
+    claims: HashSet<RequestId>,
     streams: BTreeMap<StreamNo, StreamEntry>,
 }
 
 #[derive(Debug)]
 struct StreamEntry {
     meta: StreamMeta,
-    events: VecDeque<StoredEvent>,
+    next_key: EventKey,
+    data: HashMap<EventKey, String>,
 }
 
 /// What a memory store holds right now: for metrics, and for tests that check the bounds.
@@ -96,42 +118,50 @@ impl MemoryStore {
             st.streams += session.streams.len();
             st.most_streams_in_a_session = st.most_streams_in_a_session.max(session.streams.len());
             for stream in session.streams.values() {
-                let bytes: u64 = stream.events.iter().map(StoredEvent::cost).sum();
-                st.events += stream.events.len();
+                let bytes: u64 = stream.data.values().map(|d| d.len() as u64).sum();
+                st.events += stream.data.len();
                 st.bytes += bytes;
-                st.most_events_in_a_stream = st.most_events_in_a_stream.max(stream.events.len());
+                st.most_events_in_a_stream = st.most_events_in_a_stream.max(stream.data.len());
                 st.most_bytes_in_a_stream = st.most_bytes_in_a_stream.max(bytes);
             }
         }
         st
     }
 
-    fn entry(&mut self, session: &str, no: StreamNo) -> Result<&mut StreamEntry, StoreError> {
-        self.sessions
-            .get_mut(session)
-            .and_then(|s| s.streams.get_mut(&no))
-            .ok_or_else(|| StoreError(format!("no stream {no} in session")))
+    fn session_mut(&mut self, id: &str) -> Result<&mut SessionEntry, StoreError> {
+        self.sessions.get_mut(id).ok_or_else(|| StoreError("no such session".into()))
+    }
+
+    fn stream_mut(&mut self, session: &str, no: StreamNo) -> Result<&mut StreamEntry, StoreError> {
+        self.session_mut(session)?.streams.get_mut(&no).ok_or_else(|| StoreError(format!("no stream {no}")))
     }
 }
 
 impl Store for MemoryStore {
-    fn session(&mut self, id: &str) -> Result<Option<SessionMeta>, StoreError> {
-        Ok(self.sessions.get(id).map(|s| s.meta.clone()))
+    type Version = ();
+
+    fn session(&mut self, id: &str) -> Result<Option<(SessionMeta, ())>, StoreError> {
+        Ok(self.sessions.get(id).map(|s| (s.meta.clone(), ())))
     }
 
-    fn put_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
-        match self.sessions.get_mut(&meta.id) {
-            Some(entry) => entry.meta = meta.clone(),
-            None => {
-                let entry = SessionEntry { meta: meta.clone(), last_stream_no: 0, streams: BTreeMap::new() };
-                self.sessions.insert(meta.id.clone(), entry);
-            }
-        }
+    fn create_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
+        let entry = SessionEntry {
+            meta: meta.clone(),
+            last_stream_no: 0,
+            claims: HashSet::new(),
+            streams: BTreeMap::new(),
+        };
+        self.sessions.insert(meta.id.clone(), entry);
         Ok(())
     }
 
-    fn remove_session(&mut self, id: &str) -> Result<(), StoreError> {
-        self.sessions.remove(id);
+    fn save_session(&mut self, meta: &SessionMeta, (): ()) -> Result<bool, StoreError> {
+        self.session_mut(&meta.id)?.meta = meta.clone();
+        Ok(true)
+    }
+
+    fn remove_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
+        self.sessions.remove(&meta.id);
         Ok(())
     }
 
@@ -144,79 +174,67 @@ impl Store for MemoryStore {
     }
 
     fn allocate_stream_no(&mut self, session: &str) -> Result<StreamNo, StoreError> {
-        let entry = self
-            .sessions
-            .get_mut(session)
-            .ok_or_else(|| StoreError("allocate_stream_no on a missing session".into()))?;
+        let entry = self.session_mut(session)?;
         entry.last_stream_no = entry.last_stream_no.saturating_add(1);
         Ok(entry.last_stream_no)
     }
 
-    fn stream(&mut self, session: &str, no: StreamNo) -> Result<Option<StreamMeta>, StoreError> {
-        Ok(self.sessions.get(session).and_then(|s| s.streams.get(&no)).map(|e| e.meta.clone()))
+    fn claim_request(&mut self, session: &str, id: &RequestId) -> Result<bool, StoreError> {
+        Ok(self.session_mut(session)?.claims.insert(id.clone()))
     }
 
-    fn put_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
-        let entry = self
-            .sessions
-            .get_mut(session)
-            .ok_or_else(|| StoreError("put_stream on a missing session".into()))?;
-        match entry.streams.get_mut(&meta.no) {
-            Some(stream) => stream.meta = meta.clone(),
-            None => {
-                let stream = StreamEntry { meta: meta.clone(), events: VecDeque::new() };
-                entry.streams.insert(meta.no, stream);
+    fn stream(&mut self, session: &str, no: StreamNo) -> Result<Option<(StreamMeta, ())>, StoreError> {
+        Ok(self.sessions.get(session).and_then(|s| s.streams.get(&no)).map(|e| (e.meta.clone(), ())))
+    }
+
+    fn create_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
+        let entry = StreamEntry { meta: meta.clone(), next_key: 0, data: HashMap::new() };
+        self.session_mut(session)?.streams.insert(meta.no, entry);
+        Ok(())
+    }
+
+    fn save_stream(&mut self, session: &str, meta: &StreamMeta, (): ()) -> Result<bool, StoreError> {
+        self.stream_mut(session, meta.no)?.meta = meta.clone();
+        Ok(true)
+    }
+
+    fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
+        if let Some(entry) = self.sessions.get_mut(session) {
+            entry.streams.remove(&meta.no);
+            if let Some(id) = meta.origin.request_id() {
+                entry.claims.remove(id);
             }
         }
         Ok(())
     }
 
-    fn remove_stream(&mut self, session: &str, no: StreamNo) -> Result<(), StoreError> {
-        if let Some(entry) = self.sessions.get_mut(session) {
-            entry.streams.remove(&no);
-        }
-        Ok(())
+    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<EventKey, StoreError> {
+        let stream = self.stream_mut(session, no)?;
+        let key = stream.next_key;
+        stream.next_key = stream.next_key.wrapping_add(1);
+        stream.data.insert(key, data.to_owned());
+        Ok(key)
     }
 
-    fn streams(&mut self, session: &str) -> Result<Vec<StreamMeta>, StoreError> {
-        Ok(self
-            .sessions
-            .get(session)
-            .map(|s| s.streams.values().map(|e| e.meta.clone()).collect())
-            .unwrap_or_default())
-    }
-
-    fn push_event(&mut self, session: &str, no: StreamNo, event: StoredEvent) -> Result<(), StoreError> {
-        self.entry(session, no)?.events.push_back(event);
-        Ok(())
-    }
-
-    fn evict_oldest(&mut self, session: &str, no: StreamNo) -> Result<Option<StoredEvent>, StoreError> {
-        Ok(self.entry(session, no)?.events.pop_front())
-    }
-
-    fn drop_events(&mut self, session: &str, no: StreamNo) -> Result<(), StoreError> {
-        let events = &mut self.entry(session, no)?.events;
-        events.clear();
-        events.shrink_to_fit();
-        Ok(())
-    }
-
-    fn events_after(
+    fn event_data(
         &mut self,
         session: &str,
         no: StreamNo,
-        after: Seq,
-    ) -> Result<Vec<StoredEvent>, StoreError> {
-        let events = &self.entry(session, no)?.events;
-        // Sequence numbers in the buffer are consecutive, so the cursor's position is
-        // arithmetic, not a search.
-        let skip = match events.front() {
-            Some(first) => {
-                usize::try_from(after.saturating_add(1).saturating_sub(first.seq)).unwrap_or(usize::MAX)
+        keys: &[EventKey],
+    ) -> Result<Option<Vec<String>>, StoreError> {
+        let stream = self.stream_mut(session, no)?;
+        Ok(keys.iter().map(|k| stream.data.get(k).cloned()).collect())
+    }
+
+    fn delete_events(&mut self, session: &str, no: StreamNo, keys: &[EventKey]) -> Result<(), StoreError> {
+        if let Ok(stream) = self.stream_mut(session, no) {
+            for k in keys {
+                stream.data.remove(k);
             }
-            None => 0,
-        };
-        Ok(events.range(skip.min(events.len())..).cloned().collect())
+            if stream.data.is_empty() {
+                stream.data.shrink_to_fit();
+            }
+        }
+        Ok(())
     }
 }

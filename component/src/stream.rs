@@ -4,6 +4,10 @@
 //! stream (origin `Standalone`). Its state says whether a reconnect may continue it; see
 //! DESIGN.md "Stream model". Records are plain data so that any `Store` can hold them.
 
+use std::collections::VecDeque;
+
+use serde::{Deserialize, Serialize};
+
 use crate::config::Millis;
 
 /// Stream number within a session, allocated in increasing order from 1.
@@ -12,14 +16,14 @@ pub type StreamNo = u64;
 pub type Seq = u64;
 
 /// A JSON-RPC request id (MCP allows strings and integers).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RequestId {
     Number(i64),
     Text(String),
 }
 
 /// What a fresh stream for an HTTP request would be: GET → `Standalone`, POST → `Request`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Origin {
     Standalone,
     Request(RequestId),
@@ -34,7 +38,7 @@ impl Origin {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum StreamState {
     /// A connection is attached and the final response has not been sent.
     Open,
@@ -62,20 +66,37 @@ impl StreamState {
     }
 }
 
-/// Everything the gate keeps about a stream except its buffered events.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Names an event's data in the store; unique within its stream (see `Store::put_event`).
+pub type EventKey = u64;
+
+/// One buffered event as the stream record indexes it: the data lives under `key`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Buffered {
+    pub key: EventKey,
+    /// What the event costs against `max-bytes-per-stream` (id plus data).
+    pub cost: u32,
+}
+
+/// Everything the gate keeps about a stream except the data of its buffered events.
+///
+/// The record is the stream's single source of truth and every change to it is one atomic
+/// save (a compare-and-swap in a key-value store): an event is published by the save that
+/// puts it in `buffer`, after its data was written under its own key.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamMeta {
     pub no: StreamNo,
+    /// The session epoch the stream was opened in; a stream of another epoch does not exist.
+    pub epoch: u64,
     pub origin: Origin,
     pub state: StreamState,
     /// Bumped on every (re)attachment; a detach for an older attachment is ignored.
     pub attachment: u32,
     /// Highest sequence number issued (0: only the priming event).
     pub last_seq: Seq,
-    /// Lowest sequence number still buffered; `last_seq + 1` when nothing is.
+    /// Sequence number of `buffer[0]`; `last_seq + 1` when nothing is buffered.
     pub first_buffered: Seq,
-    /// Events and bytes currently buffered.
-    pub buffered_events: u32,
+    /// The buffered events, oldest first, with consecutive sequence numbers.
+    pub buffer: VecDeque<Buffered>,
     pub buffered_bytes: u64,
     /// Sequence number of the terminal event, once emitted.
     pub terminal_seq: Option<Seq>,
@@ -84,15 +105,16 @@ pub struct StreamMeta {
 }
 
 impl StreamMeta {
-    pub fn new(no: StreamNo, origin: Origin, now: Millis) -> Self {
+    pub fn new(no: StreamNo, epoch: u64, origin: Origin, now: Millis) -> Self {
         Self {
             no,
+            epoch,
             origin,
             state: StreamState::Open,
             attachment: 1,
             last_seq: 0,
             first_buffered: 1,
-            buffered_events: 0,
+            buffer: VecDeque::new(),
             buffered_bytes: 0,
             terminal_seq: None,
             last_active: now,
@@ -110,19 +132,21 @@ impl StreamMeta {
     pub fn stranded_request(&self) -> Option<RequestId> {
         self.origin.request_id().cloned()
     }
-}
 
-/// One buffered event, as it will be replayed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredEvent {
-    pub seq: Seq,
-    pub id: String,
-    pub data: String,
-}
+    /// The buffered events after `after`, with their sequence numbers (index arithmetic: the
+    /// buffer's sequence numbers are consecutive).
+    pub fn buffered_after(&self, after: Seq) -> impl Iterator<Item = (Seq, Buffered)> + '_ {
+        let skip = after.saturating_add(1).saturating_sub(self.first_buffered);
+        let skip = usize::try_from(skip).unwrap_or(usize::MAX).min(self.buffer.len());
+        self.buffer.range(skip..).enumerate().map(move |(i, b)| (self.first_buffered + (skip + i) as Seq, *b))
+    }
 
-impl StoredEvent {
-    /// What the event costs against `max-bytes-per-stream`.
-    pub fn cost(&self) -> u64 {
-        (self.id.len() + self.data.len()) as u64
+    /// Moves the stream to a finished state and forgets its buffer; returns the keys whose
+    /// data the store may now delete. The record stays as a tombstone.
+    pub fn finish(&mut self, state: StreamState) -> Vec<EventKey> {
+        self.state = state;
+        self.first_buffered = self.last_seq.saturating_add(1);
+        self.buffered_bytes = 0;
+        self.buffer.drain(..).map(|b| b.key).collect()
     }
 }

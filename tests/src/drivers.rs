@@ -13,7 +13,10 @@ use host_example::GateHost;
 use host_example::convert::{
     from_wit_decision, from_wit_error, from_wit_event, from_wit_opened, to_wit_config, to_wit_origin,
 };
-use resume_gate::{Config, Decision, Event, Gate, GateError, Opened, Origin, SessionInfo};
+use resume_gate::kv::{KvStore, MemoryKv};
+use resume_gate::{
+    Config, Decision, Event, Gate, GateError, MemoryStore, Opened, Origin, SessionInfo, Store,
+};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
@@ -37,20 +40,33 @@ pub trait Driver {
     ) -> Result<Result<Decision, GateError>>;
 }
 
-/// The core, called directly. Entropy comes from a counter: deterministic.
-pub struct Native {
-    pub gate: Gate,
+/// The core, called directly, over any store. Entropy comes from a counter: deterministic.
+pub struct Native<S: Store = MemoryStore> {
+    pub gate: Gate<S>,
     now: u64,
     entropy: u64,
 }
 
 impl Native {
     pub fn new(config: Config) -> Self {
-        Self { gate: Gate::in_memory(config).expect("valid config"), now: 0, entropy: 0x5eed }
+        Self::with_store(config, MemoryStore::new())
     }
 }
 
-impl Driver for Native {
+impl Native<KvStore<MemoryKv>> {
+    /// The core over a key-value store; `kv` is shared with whoever else holds a clone.
+    pub fn over_kv(config: Config, kv: MemoryKv, seed: u64) -> Self {
+        Self::with_store(config, KvStore::new(kv, seed))
+    }
+}
+
+impl<S: Store> Native<S> {
+    pub fn with_store(config: Config, store: S) -> Self {
+        Self { gate: Gate::new(config, store).expect("valid config"), now: 0, entropy: 0x5eed }
+    }
+}
+
+impl<S: Store> Driver for Native<S> {
     fn set_now(&mut self, ms: u64) {
         self.now = ms;
     }

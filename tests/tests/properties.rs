@@ -16,8 +16,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use proptest::prelude::*;
 use resume_gate::event_id::EventId;
+use resume_gate::kv::MemoryKv;
 use resume_gate::{Config, Decision, Event, GateError, Origin, StaleReason, StreamNo};
 use resume_gate_tests::drivers::Native;
+use resume_gate_tests::held::{Held, KvView};
 use resume_gate_tests::ops::{Call, Op, Outcome, Run, ops, small_config};
 
 const CASES: u32 = 2_000;
@@ -239,12 +241,7 @@ impl Model {
     }
 
     /// Plays the model's side of one call and checks the gate's answer.
-    fn check(
-        &mut self,
-        call: &Call,
-        outcome: &Outcome,
-        gate: &resume_gate::Gate,
-    ) -> Result<(), TestCaseError> {
+    fn check(&mut self, call: &Call, outcome: &Outcome, held: &impl Held) -> Result<(), TestCaseError> {
         self.note_time();
         match (call, outcome) {
             (Call::OpenSession(s), Outcome::Session(Ok(()))) => {
@@ -258,7 +255,7 @@ impl Model {
                 };
                 self.sessions.insert(s.clone(), history);
                 // A full gate may have reclaimed an idle session to make room.
-                self.sessions.retain(|id, _| gate.store().has_session(id));
+                self.sessions.retain(|id, _| held.has_session(id));
             }
             (Call::OpenSession(_), Outcome::Session(Err(e))) => {
                 prop_assert_eq!(e, &GateError::TooManySessions);
@@ -309,7 +306,7 @@ impl Model {
                 return Err(TestCaseError::fail(format!("{call:?} answered {outcome:?}")));
             }
         }
-        let st = gate.store().stats();
+        let st = held.stats();
         let c = &self.config;
         prop_assert!(st.sessions <= c.max_sessions as usize);
         prop_assert!(st.most_streams_in_a_session <= c.max_streams_per_session as usize);
@@ -325,8 +322,28 @@ fn holds(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
     let mut model = Model::new(config, run.now);
     for op in ops {
         let (call, outcome) = run.step(op).expect("the native core has no traps");
-        model.check(&call, &outcome, &run.driver.gate)?;
+        model.check(&call, &outcome, run.driver.gate.store())?;
     }
+    Ok(())
+}
+
+/// The same promises with the state in a key-value store; at the end, ending every session
+/// leaves nothing behind but the session counter.
+fn holds_over_kv(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
+    let config = small_config(signed);
+    let kv = MemoryKv::new();
+    let mut run = Run::new(Native::over_kv(config.clone(), kv.clone(), 7), &config);
+    let mut model = Model::new(config, run.now);
+    for op in ops {
+        let (call, outcome) = run.step(op).expect("the native core has no traps");
+        model.check(&call, &outcome, &KvView(&kv))?;
+    }
+    for session in model.sessions.keys() {
+        run.driver.gate.end_session(session).ok();
+    }
+    let left: Vec<String> =
+        kv.snapshot().into_iter().map(|(k, _)| k).filter(|k| k != "rg/sessions").collect();
+    prop_assert!(left.is_empty(), "keys left after every session ended: {left:?}");
     Ok(())
 }
 
@@ -341,6 +358,16 @@ proptest! {
     #[test]
     fn every_promise_holds_with_signed_ids(ops in ops(80)) {
         holds(&ops, true)?;
+    }
+
+    #[test]
+    fn every_promise_holds_over_a_key_value_store(ops in ops(80)) {
+        holds_over_kv(&ops, false)?;
+    }
+
+    #[test]
+    fn every_promise_holds_over_a_key_value_store_with_signed_ids(ops in ops(80)) {
+        holds_over_kv(&ops, true)?;
     }
 
     #[test]

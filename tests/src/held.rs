@@ -1,0 +1,65 @@
+//! What a store holds, seen from outside: the property tests check every bound through it and
+//! look for leaked keys, for the memory store and the key-value store alike.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use resume_gate::kv::MemoryKv;
+use resume_gate::{MemoryStats, MemoryStore};
+
+pub trait Held {
+    fn has_session(&self, id: &str) -> bool;
+    fn stats(&self) -> MemoryStats;
+}
+
+impl Held for MemoryStore {
+    fn has_session(&self, id: &str) -> bool {
+        MemoryStore::has_session(self, id)
+    }
+    fn stats(&self) -> MemoryStats {
+        MemoryStore::stats(self)
+    }
+}
+
+/// A key-value store, read through the key layout documented in `resume_gate::kv`.
+pub struct KvView<'a>(pub &'a MemoryKv);
+
+pub fn escaped(session: &str) -> String {
+    session.replace('%', "%25").replace('/', "%2F")
+}
+
+impl Held for KvView<'_> {
+    fn has_session(&self, id: &str) -> bool {
+        let key = format!("rg/s/{}", escaped(id));
+        self.0.snapshot().iter().any(|(k, v)| *k == key && !v.is_empty())
+    }
+
+    fn stats(&self) -> MemoryStats {
+        let mut sessions = BTreeSet::new();
+        let mut streams: BTreeMap<String, usize> = BTreeMap::new();
+        let mut events: BTreeMap<(String, String), (usize, u64)> = BTreeMap::new();
+        for (key, value) in self.0.snapshot() {
+            let parts: Vec<&str> = key.split('/').collect();
+            match parts.as_slice() {
+                ["rg", "s", s] if !value.is_empty() => {
+                    sessions.insert(s.to_string());
+                }
+                ["rg", "t", s, _] if !value.is_empty() => *streams.entry(s.to_string()).or_default() += 1,
+                ["rg", "e", s, no, _] => {
+                    let e = events.entry((s.to_string(), no.to_string())).or_default();
+                    e.0 += 1;
+                    e.1 += value.len() as u64;
+                }
+                _ => {}
+            }
+        }
+        MemoryStats {
+            sessions: sessions.len(),
+            streams: streams.values().sum(),
+            events: events.values().map(|e| e.0).sum(),
+            bytes: events.values().map(|e| e.1).sum(),
+            most_streams_in_a_session: streams.values().copied().max().unwrap_or(0),
+            most_events_in_a_stream: events.values().map(|e| e.0).max().unwrap_or(0),
+            most_bytes_in_a_stream: events.values().map(|e| e.1).max().unwrap_or(0),
+        }
+    }
+}
