@@ -1,18 +1,47 @@
 //! The wit-bindgen glue: exports `mcp:resume-gate/gate` from a `wasm32-wasip2` component.
 //!
 //! It is the core's driver: it reads the wall clock and randomness from WASI, maps WIT types
-//! to core types and back, and holds the one in-memory gate of this instance. It never panics:
-//! every failure crosses the boundary as a `gate-error`.
+//! to core types and back, and holds this instance's gate. It never panics: every failure
+//! crosses the boundary as a `gate-error`. Feature `component` builds world `gate-memory`
+//! (state in this instance); `component-kv` builds world `gate-kv` (state in the host's
+//! `wasi:keyvalue` bucket `default`, see [`wasi_kv`]).
 
 use std::cell::RefCell;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::{Config, Decision, Event, GateError, Millis, Opened, Origin, RequestId, StaleReason};
+use crate::{Config, Decision, Event, GateError, Millis, Opened, Origin, Polled, RequestId, StaleReason};
 
+#[cfg(not(feature = "component-kv"))]
 wit_bindgen::generate!({
     world: "gate-memory",
     path: "../wit",
 });
+
+#[cfg(feature = "component-kv")]
+wit_bindgen::generate!({
+    world: "gate-kv",
+    path: "../wit",
+    generate_all,
+});
+
+#[cfg(feature = "component-kv")]
+mod wasi_kv;
+
+#[cfg(not(feature = "component-kv"))]
+type InstanceGate = crate::Gate;
+#[cfg(feature = "component-kv")]
+type InstanceGate = crate::Gate<crate::kv::KvStore<wasi_kv::WasiKv>>;
+
+#[cfg(not(feature = "component-kv"))]
+fn new_gate(config: Config) -> Result<InstanceGate, GateError> {
+    crate::Gate::in_memory(config)
+}
+
+#[cfg(feature = "component-kv")]
+fn new_gate(config: Config) -> Result<InstanceGate, GateError> {
+    let seed = u64::from_le_bytes(entropy()?);
+    crate::Gate::new(config, crate::kv::KvStore::new(wasi_kv::WasiKv::open()?, seed))
+}
 
 use exports::mcp::resume_gate::gate::Guest;
 use exports::mcp::resume_gate::types as wit;
@@ -22,15 +51,15 @@ struct Component;
 export!(Component);
 
 thread_local! {
-    static GATE: RefCell<Option<crate::Gate>> = const { RefCell::new(None) };
+    static GATE: RefCell<Option<InstanceGate>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` on this instance's gate, creating it with the defaults on first use.
-fn with_gate<T>(f: impl FnOnce(&mut crate::Gate) -> Result<T, GateError>) -> Result<T, wit::GateError> {
+fn with_gate<T>(f: impl FnOnce(&mut InstanceGate) -> Result<T, GateError>) -> Result<T, wit::GateError> {
     GATE.with(|cell| {
         let mut slot = cell.try_borrow_mut().map_err(|_| GateError::Store("re-entrant call".into()))?;
         if slot.is_none() {
-            *slot = Some(crate::Gate::in_memory(Config::default())?);
+            *slot = Some(new_gate(Config::default())?);
         }
         match slot.as_mut() {
             Some(gate) => f(gate),
@@ -64,7 +93,7 @@ impl Guest for Component {
             match slot.as_mut() {
                 Some(gate) => gate.configure(config),
                 None => {
-                    *slot = Some(crate::Gate::in_memory(config)?);
+                    *slot = Some(new_gate(config)?);
                     Ok(())
                 }
             }
@@ -105,6 +134,19 @@ impl Guest for Component {
 
     fn abort_stream(session: String, stream: u64) -> Result<(), wit::GateError> {
         with_gate(|g| g.abort(&session, stream))
+    }
+
+    fn abort_request(session: String, id: wit::RequestId) -> Result<bool, wit::GateError> {
+        with_gate(|g| g.abort_request(&session, &id.into()))
+    }
+
+    fn poll_stream(
+        session: String,
+        stream: u64,
+        attachment: u32,
+        after: u64,
+    ) -> Result<wit::Polled, wit::GateError> {
+        with_gate(|g| g.poll(&session, stream, attachment, after).map(Into::into))
     }
 
     fn on_reconnect(
@@ -204,6 +246,12 @@ impl From<Event> for wit::Event {
     }
 }
 
+impl From<Polled> for wit::Polled {
+    fn from(p: Polled) -> Self {
+        Self { events: p.events.into_iter().map(Into::into).collect(), done: p.done }
+    }
+}
+
 impl From<Opened> for wit::Opened {
     fn from(o: Opened) -> Self {
         Self { stream: o.stream, attachment: o.attachment, priming: o.priming.into() }
@@ -233,6 +281,7 @@ impl From<Decision> for wit::Decision {
             Decision::Resume(r) => Self::Resume(wit::Resumption {
                 stream: r.stream,
                 attachment: r.attachment,
+                cursor_seq: r.cursor_seq,
                 events: r.events.into_iter().map(Into::into).collect(),
                 includes_terminal: r.includes_terminal,
             }),

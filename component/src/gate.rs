@@ -41,6 +41,9 @@ pub struct Resumption {
     pub stream: StreamNo,
     /// This connection's attachment; any older one is detached (take-over).
     pub attachment: u32,
+    /// The `seq` of the cursor's event: `events` start after it. A host that follows the
+    /// stream by `poll` polls from the last event it wrote, or from here.
+    pub cursor_seq: Seq,
     /// Every event after the cursor, in order, exactly once.
     pub events: Vec<Event>,
     /// The last event is the terminal one: close the response after writing it.
@@ -644,6 +647,7 @@ impl<S: Store> Gate<S> {
                     return Ok(Decision::Resume(Resumption {
                         stream: stream.no,
                         attachment: stream.attachment,
+                        cursor_seq: after,
                         includes_terminal: stream.terminal_seq.is_some(),
                         events,
                     }));

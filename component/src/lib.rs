@@ -18,7 +18,8 @@
 //! - [`store`]: the `Store` trait and the in-memory store.
 //! - [`kv`]: the store over a shared key-value store (`wasi:keyvalue`), for per-request hosts.
 //! - [`config`], [`counters`], [`error`]: bounds, metrics, typed errors.
-//! - `component` (feature `component`): the wit-bindgen glue.
+//! - `component` (features `component`, `component-kv`): the wit-bindgen glue.
+//! - [`wit_conversions!`]: WIT types ↔ core types, for hosts and fronts that bind the WIT.
 
 pub mod config;
 pub mod counters;
@@ -30,6 +31,7 @@ pub mod kv;
 pub mod session;
 pub mod store;
 pub mod stream;
+mod wit_convert;
 
 #[cfg(feature = "component")]
 mod component;

@@ -155,6 +155,29 @@ impl mcp_transport::gate::GateApi for GateHost {
         g.call_abort_stream(store, session, stream).map_err(trapped)?.map_err(convert::from_wit_error)
     }
 
+    fn abort_request(
+        &mut self,
+        session: &str,
+        id: &resume_gate::RequestId,
+    ) -> Result<bool, resume_gate::GateError> {
+        let (g, store) = self.gate();
+        g.call_abort_request(store, session, &convert::to_wit_request_id(id))
+            .map_err(trapped)?
+            .map_err(convert::from_wit_error)
+    }
+
+    fn poll(
+        &mut self,
+        session: &str,
+        stream: u64,
+        attachment: u32,
+        after: u64,
+    ) -> Result<resume_gate::Polled, resume_gate::GateError> {
+        let (g, store) = self.gate();
+        let r = g.call_poll_stream(store, session, stream, attachment, after).map_err(trapped)?;
+        r.map(convert::from_wit_polled).map_err(convert::from_wit_error)
+    }
+
     fn reconnect(
         &mut self,
         session: &str,

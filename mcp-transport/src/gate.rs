@@ -1,7 +1,7 @@
 //! What the transport needs from the gate: the operations of `mcp:resume-gate/gate`, in the
 //! core's types. A host implements it over its binding of the component.
 
-use resume_gate::{Decision, Event, GateError, Opened, Origin};
+use resume_gate::{Decision, Event, GateError, Opened, Origin, Polled, RequestId};
 
 pub trait GateApi {
     fn open_session(&mut self, session: &str) -> Result<u64, GateError>;
@@ -12,5 +12,7 @@ pub trait GateApi {
     fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError>;
     fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<(), GateError>;
     fn abort(&mut self, session: &str, stream: u64) -> Result<(), GateError>;
+    fn abort_request(&mut self, session: &str, id: &RequestId) -> Result<bool, GateError>;
+    fn poll(&mut self, session: &str, stream: u64, attachment: u32, after: u64) -> Result<Polled, GateError>;
     fn reconnect(&mut self, session: &str, cursor: &[u8], origin: &Origin) -> Result<Decision, GateError>;
 }

@@ -69,6 +69,9 @@ pub struct Stream {
     pub stream: u64,
     pub attachment: u32,
     pub frames: Vec<String>,
+    /// The `seq` of the last event in `frames`, or of the cursor when none was replayed: a
+    /// host that follows the stream with `GateApi::poll` polls after it.
+    pub follow_after: u64,
     pub close: bool,
     pub call: Option<PendingCall>,
     pub decision: Option<DecisionLog>,
@@ -321,6 +324,7 @@ impl Server {
         match gate.terminal(&session, opened.stream, &response) {
             Ok(event) => {
                 stream.frames.push(sse::frame(&event));
+                stream.follow_after = event.seq;
                 stream.close = true;
                 Reply::Stream(stream)
             }
@@ -344,6 +348,7 @@ impl Server {
             stream: opened.stream,
             attachment: opened.attachment,
             frames,
+            follow_after: opened.priming.seq,
             close: false,
             call: None,
             decision,
@@ -406,6 +411,7 @@ impl Server {
         match gate.reconnect(&session, cursor, &Origin::Standalone) {
             Ok(Decision::Resume(r)) => {
                 let frames: Vec<String> = r.events.iter().map(sse::frame).collect();
+                let follow_after = r.events.last().map_or(r.cursor_seq, |e| e.seq);
                 let decision =
                     DecisionLog { resumed: true, reason: None, replayed: frames.len(), stranded: None };
                 Reply::Stream(Stream {
@@ -413,6 +419,7 @@ impl Server {
                     stream: r.stream,
                     attachment: r.attachment,
                     frames,
+                    follow_after,
                     close: r.includes_terminal,
                     call: None,
                     decision: Some(decision),
@@ -436,6 +443,7 @@ impl Server {
                     );
                     if let Ok(event) = gate.emit(&session, f.opened.stream, &msg) {
                         stream.frames.push(sse::frame(&event));
+                        stream.follow_after = event.seq;
                     }
                 }
                 Reply::Stream(stream)

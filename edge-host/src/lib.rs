@@ -1,0 +1,21 @@
+//! The Spin app without Spin: the front composed with the gate (world `gate-kv`), served from
+//! wasmtime's `wasi:http` with a fresh instance per request — what Spin does — and a
+//! `wasi:keyvalue` draft2 store shared by all of them.
+//!
+//! # Layout
+//!
+//! - [`compose`]: plugs the gate's exports into the front's imports (`wac-graph`).
+//! - [`keyvalue`]: the draft2 key-value host over one shared map.
+//! - [`serve`]: the HTTP server: hyper in front, one wasmtime instance per request.
+//! - [`gate_kv`]: the gate-kv component on its own, with the same key-value host (for tests
+//!   that drive many gate instances against one store).
+
+pub mod compose;
+pub mod gate_kv;
+pub mod keyvalue;
+pub mod serve;
+
+/// The gate, world `gate-kv`, built by this crate's build script.
+pub const GATE_KV_WASM: &str = env!("RESUME_GATE_KV_WASM");
+/// The Spin front, built by this crate's build script.
+pub const FRONT_WASM: &str = env!("SPIN_FRONT_WASM");

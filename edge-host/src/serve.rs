@@ -1,0 +1,155 @@
+//! The HTTP server: every request gets a fresh instance of the composed component — nothing
+//! survives in linear memory from one request to the next, exactly as on Spin — and all
+//! instances share one key-value map. A handler keeps running after its response ends (a tool
+//! whose client went away still records its events), as Spin lets it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use http_body_util::{BodyExt, Empty};
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use resume_gate::kv::MemoryKv;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::io::TokioIo;
+use wasmtime_wasi_http::p2::bindings::ProxyPre;
+use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
+use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+use crate::keyvalue::{self, KvView};
+
+/// One request's store data.
+pub struct RequestState {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    table: ResourceTable,
+    kv: MemoryKv,
+}
+
+impl WasiView for RequestState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for RequestState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            hooks: wasmtime_wasi_http::default_hooks(),
+            table: &mut self.table,
+            ctx: &mut self.http,
+        }
+    }
+}
+
+fn kv_view(s: &mut RequestState) -> KvView<'_> {
+    KvView { kv: &mut s.kv, table: &mut s.table }
+}
+
+/// The composed app, pre-linked, and the store its instances share.
+pub struct EdgeHost {
+    pre: ProxyPre<RequestState>,
+    kv: MemoryKv,
+}
+
+impl EdgeHost {
+    /// Prepares `component` (a composed front + gate) to serve over `kv`.
+    pub fn new(component: &[u8], kv: MemoryKv) -> anyhow::Result<Arc<Self>> {
+        let engine = Engine::new(&Config::new())?;
+        let component = Component::new(&engine, component)
+            .map_err(anyhow::Error::from)
+            .context("compiling the composed app")?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        keyvalue::add_to_linker(&mut linker, kv_view)?;
+        let pre = ProxyPre::new(linker.instantiate_pre(&component)?)?;
+        Ok(Arc::new(Self { pre, kv }))
+    }
+
+    /// The front and gate this crate was built with, composed, over a fresh store.
+    pub fn built() -> anyhow::Result<Arc<Self>> {
+        Self::new(&crate::compose::compose_built()?, MemoryKv::new())
+    }
+
+    /// The key-value store all instances share.
+    pub fn kv(&self) -> &MemoryKv {
+        &self.kv
+    }
+
+    async fn handle(
+        &self,
+        req: hyper::Request<Incoming>,
+    ) -> anyhow::Result<hyper::Response<HyperOutgoingBody>> {
+        let state = RequestState {
+            wasi: WasiCtx::builder().inherit_stderr().build(),
+            http: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+            kv: self.kv.clone(),
+        };
+        let mut store = Store::new(self.pre.engine(), state);
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        let req = store.data_mut().http().new_incoming_request(Scheme::Http, req)?;
+        let out = store.data_mut().http().new_response_outparam(sender)?;
+        let pre = self.pre.clone();
+        // The handler runs on past the response (store-first streaming), in its own task.
+        let task = tokio::spawn(async move {
+            let proxy = pre.instantiate_async(&mut store).await?;
+            proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await
+        });
+        match receiver.await {
+            Ok(Ok(resp)) => Ok(resp),
+            Ok(Err(e)) => Err(e.into()),
+            Err(_) => match task.await {
+                Ok(Ok(())) => anyhow::bail!("the app never set a response"),
+                Ok(Err(e)) => Err(anyhow::Error::from(e).context("the app failed before it set a response")),
+                Err(e) => Err(e.into()),
+            },
+        }
+    }
+
+    /// Serves `/` (the app routes `/mcp`) on a listener the caller bound (tests bind port 0).
+    pub async fn serve_on(self: Arc<Self>, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
+        tracing::info!("Spin app (front + gate-kv) on http://{}/mcp", listener.local_addr()?);
+        loop {
+            let (client, _) = listener.accept().await?;
+            let host = Arc::clone(&self);
+            tokio::spawn(async move {
+                let service = hyper::service::service_fn(move |req| {
+                    let host = Arc::clone(&host);
+                    async move {
+                        Ok::<_, std::convert::Infallible>(match host.handle(req).await {
+                            Ok(resp) => resp,
+                            Err(e) => {
+                                tracing::error!("request failed: {e:#}");
+                                internal_error()
+                            }
+                        })
+                    }
+                });
+                if let Err(e) = http1::Builder::new()
+                    .keep_alive(true)
+                    .serve_connection(TokioIo::new(client), service)
+                    .await
+                {
+                    tracing::debug!("connection ended: {e}");
+                }
+            });
+        }
+    }
+
+    pub async fn serve(self: Arc<Self>, addr: SocketAddr) -> anyhow::Result<()> {
+        self.serve_on(tokio::net::TcpListener::bind(addr).await?).await
+    }
+}
+
+fn internal_error() -> hyper::Response<HyperOutgoingBody> {
+    let body = Empty::<Bytes>::new().map_err(|never| match never {}).boxed_unsync();
+    let mut resp = hyper::Response::new(body);
+    *resp.status_mut() = hyper::StatusCode::INTERNAL_SERVER_ERROR;
+    resp
+}

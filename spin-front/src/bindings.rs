@@ -1,0 +1,121 @@
+//! The front's imports: the gate (as the transport's `GateApi`) and the key-value journal.
+
+use mcp_transport::gate::GateApi;
+use resume_gate::{Decision, Event, GateError, Opened, Origin, Polled, RequestId};
+
+wit_bindgen::generate!({
+    world: "resume-gate:spin-front/front",
+    path: ["../wit", "wit"],
+    generate_all,
+});
+
+use self::wasi::keyvalue::{atomics, store};
+use mcp::resume_gate::gate;
+
+mod convert {
+    use super::mcp::resume_gate::types as wit;
+
+    resume_gate::wit_conversions!();
+}
+
+/// The gate component this front is composed with; its state is in the key-value store.
+pub struct ImportedGate;
+
+impl GateApi for ImportedGate {
+    fn open_session(&mut self, session: &str) -> Result<u64, GateError> {
+        gate::open_session(session).map(|i| i.epoch).map_err(convert::from_wit_error)
+    }
+
+    fn has_session(&mut self, session: &str) -> bool {
+        gate::has_session(session)
+    }
+
+    fn end_session(&mut self, session: &str) -> Result<(), GateError> {
+        gate::end_session(session).map_err(convert::from_wit_error)
+    }
+
+    fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Opened, GateError> {
+        gate::open_stream(session, &convert::to_wit_origin(origin))
+            .map(convert::from_wit_opened)
+            .map_err(convert::from_wit_error)
+    }
+
+    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+        gate::on_emit(session, stream, data).map(convert::from_wit_event).map_err(convert::from_wit_error)
+    }
+
+    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+        gate::on_terminal(session, stream, data).map(convert::from_wit_event).map_err(convert::from_wit_error)
+    }
+
+    fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<(), GateError> {
+        gate::on_detach(session, stream, attachment).map_err(convert::from_wit_error)
+    }
+
+    fn abort(&mut self, session: &str, stream: u64) -> Result<(), GateError> {
+        gate::abort_stream(session, stream).map_err(convert::from_wit_error)
+    }
+
+    fn abort_request(&mut self, session: &str, id: &RequestId) -> Result<bool, GateError> {
+        gate::abort_request(session, &convert::to_wit_request_id(id)).map_err(convert::from_wit_error)
+    }
+
+    fn poll(&mut self, session: &str, stream: u64, attachment: u32, after: u64) -> Result<Polled, GateError> {
+        gate::poll_stream(session, stream, attachment, after)
+            .map(convert::from_wit_polled)
+            .map_err(convert::from_wit_error)
+    }
+
+    fn reconnect(&mut self, session: &str, cursor: &[u8], origin: &Origin) -> Result<Decision, GateError> {
+        gate::on_reconnect(session, cursor, &convert::to_wit_origin(origin))
+            .map(convert::from_wit_decision)
+            .map_err(convert::from_wit_error)
+    }
+}
+
+/// The `append` tool's journal in the key-value store: a counter allocates each line its
+/// number (so concurrent instances never take the same one), then the line goes under its own
+/// key. Bounded: at most [`Journal::MAX_LINES`] lines.
+pub struct Journal {
+    bucket: store::Bucket,
+}
+
+const COUNT_KEY: &str = "journal/count";
+
+impl Journal {
+    pub const MAX_LINES: i64 = 1000;
+
+    pub fn open() -> Result<Self, String> {
+        store::open("default").map(|bucket| Self { bucket }).map_err(|e| format!("{e:?}"))
+    }
+
+    pub fn append(&self, line: &str) -> Result<u64, String> {
+        let n = atomics::increment(&self.bucket, COUNT_KEY, 1).map_err(|e| format!("{e:?}"))?;
+        if n > Self::MAX_LINES {
+            let _ = atomics::increment(&self.bucket, COUNT_KEY, -1);
+            return Err(format!("the journal is full ({} lines)", Self::MAX_LINES));
+        }
+        self.bucket.set(&line_key(n), line.as_bytes()).map_err(|e| format!("{e:?}"))?;
+        u64::try_from(n).map_err(|_| "journal count out of range".to_owned())
+    }
+
+    /// Lines in order; stops at a line whose writer has not stored it yet.
+    pub fn lines(&self) -> Result<Vec<String>, String> {
+        let count = match self.bucket.get(COUNT_KEY).map_err(|e| format!("{e:?}"))? {
+            None => 0,
+            Some(bytes) => bytes.try_into().map(i64::from_le_bytes).map_err(|_| "bad journal count")?,
+        };
+        let mut lines = Vec::new();
+        for n in 1..=count.min(Self::MAX_LINES) {
+            match self.bucket.get(&line_key(n)).map_err(|e| format!("{e:?}"))? {
+                Some(bytes) => lines.push(String::from_utf8_lossy(&bytes).into_owned()),
+                None => break,
+            }
+        }
+        Ok(lines)
+    }
+}
+
+fn line_key(n: i64) -> String {
+    format!("journal/line/{n:06}")
+}

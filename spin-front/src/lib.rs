@@ -1,0 +1,181 @@
+//! The Spin app's front: MCP Streamable HTTP on `wasi:http/incoming-handler@0.2` (spin-sdk
+//! 5.2), with the gate plugged in as a component dependency (world `gate-kv`).
+//!
+//! Spin runs a fresh instance per request, so nothing here outlives a request: sessions,
+//! streams, events and the `append` journal live in the key-value store, and the gate decides
+//! every resumption exactly as in host-example (the same `mcp-transport` crate says which gate
+//! call a request means). What is particular to a per-request host is *store-first*
+//! streaming: a tool records every event through the gate whether or not its POST connection
+//! is still there, and a GET that resumes — on any instance — replays what the store holds,
+//! then follows the store by polling for a bounded time and ends with an SSE `retry`, so the
+//! client polls again (SEP-1699).
+//!
+//! # Layout
+//!
+//! - this file: one request, from `IncomingRequest` to the written response;
+//! - [`bindings`]: the imported gate as the transport's `GateApi`, and the KV journal;
+//! - [`connection`]: reading the request body and writing the SSE response.
+#![cfg(target_arch = "wasm32")]
+
+mod bindings;
+mod connection;
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::pin;
+use std::task::{Context, Poll, Waker};
+
+use mcp_transport::gate::GateApi;
+use mcp_transport::jsonrpc;
+use mcp_transport::server::{PendingCall, Reply, Server, ServerConfig, Stream};
+use mcp_transport::sse;
+use mcp_transport::tools::{self, ToolHost};
+use spin_sdk::http::{IncomingRequest, ResponseOutparam};
+
+use bindings::{ImportedGate, Journal};
+use connection::Connection;
+
+/// How long a GET follows an unfinished stream before it ends with a `retry` (SEP-1699).
+const FOLLOW_MS: u64 = 10_000;
+/// How often a following GET polls the store.
+const POLL_MS: u64 = 25;
+/// The `retry` a following GET ends with.
+const RETRY_MS: u32 = 250;
+
+#[spin_sdk::http_component]
+fn handle(request: IncomingRequest, out: ResponseOutparam) {
+    let req = match connection::read_request(&request) {
+        Ok(req) => req,
+        Err(plain) => return connection::reply_plain(out, plain),
+    };
+    let mut gate = ImportedGate;
+    let server =
+        Server::new(ServerConfig { name: "resume-gate spin-front".into(), ..ServerConfig::default() });
+    match server.handle(&mut gate, &req, mint_session_id) {
+        Reply::Plain(plain) => connection::reply_plain(out, plain),
+        Reply::Accepted { session, cancel } => {
+            if let Some(request) = cancel {
+                // The call may be running on another instance: it sees the abort on its
+                // next event and stops.
+                let _ = gate.abort_request(&session, &request);
+            }
+            connection::reply_accepted(out, &session)
+        }
+        Reply::Stream(stream) => {
+            let conn = Connection::open(out, &stream.session);
+            stream_reply(gate, conn, stream);
+        }
+    }
+}
+
+/// Writes a stream reply, then runs its tool call or follows the stream, as it asks.
+fn stream_reply(mut gate: ImportedGate, mut conn: Connection, stream: Stream) {
+    for frame in &stream.frames {
+        conn.write(frame);
+    }
+    if let Some(call) = stream.call.clone() {
+        run_call(gate, conn, &stream, call);
+    } else if !stream.close {
+        follow(&mut gate, &mut conn, &stream);
+        let _ = gate.detach(&stream.session, stream.stream, stream.attachment);
+    }
+}
+
+/// Follows a stream whose events another instance records: writes each new event once, until
+/// the terminal, until the gate says stop, or for `FOLLOW_MS`, then asks the client to poll.
+fn follow(gate: &mut ImportedGate, conn: &mut Connection, stream: &Stream) {
+    let deadline = connection::now_ms().saturating_add(FOLLOW_MS);
+    let mut after = stream.follow_after;
+    while connection::now_ms() < deadline && conn.is_open() {
+        connection::sleep_ms(POLL_MS);
+        let Ok(polled) = gate.poll(&stream.session, stream.stream, stream.attachment, after) else {
+            break;
+        };
+        for event in &polled.events {
+            conn.write(&sse::frame(event));
+            after = event.seq;
+            if event.terminal {
+                return;
+            }
+        }
+        if polled.done {
+            break;
+        }
+    }
+    conn.write(&sse::retry_only(RETRY_MS));
+}
+
+/// Runs a `tools/call` to the end, recording every event through the gate even after the
+/// client's connection is gone (a resuming GET replays them from the store).
+fn run_call(gate: ImportedGate, conn: Connection, stream: &Stream, pending: PendingCall) {
+    let host = CallHost { gate: RefCell::new(gate), conn: RefCell::new(conn), stream };
+    let outcome = run_to_completion(tools::call(&pending.call, &host));
+    let response = match outcome {
+        Some(Ok(result)) => jsonrpc::result(&pending.request_id, result),
+        Some(Err((code, message))) => jsonrpc::error(Some(&pending.request_id), code, &message),
+        None => jsonrpc::error(Some(&pending.request_id), jsonrpc::INTERNAL_ERROR, "the tool did not finish"),
+    };
+    let mut gate = host.gate.into_inner();
+    let mut conn = host.conn.into_inner();
+    if let Ok(event) = gate.terminal(&stream.session, stream.stream, &response) {
+        conn.write(&sse::frame(&event));
+    }
+    conn.finish();
+    let _ = gate.detach(&stream.session, stream.stream, stream.attachment);
+}
+
+/// The tools' futures never wait on anything but `sleep`, which blocks here: one poll ends them.
+fn run_to_completion<T>(future: impl Future<Output = T>) -> Option<T> {
+    let mut future = pin!(future);
+    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(value) => Some(value),
+        Poll::Pending => None,
+    }
+}
+
+/// The tools' view of this instance, for one call.
+struct CallHost<'a> {
+    gate: RefCell<ImportedGate>,
+    conn: RefCell<Connection>,
+    stream: &'a Stream,
+}
+
+impl ToolHost for CallHost<'_> {
+    fn sleep(&self, ms: u64) -> impl Future<Output = ()> + Send {
+        connection::sleep_ms(ms);
+        std::future::ready(())
+    }
+
+    fn notify(&self, message: String) -> bool {
+        let s = self.stream;
+        match self.gate.borrow_mut().emit(&s.session, s.stream, &message) {
+            Ok(event) => {
+                let mut conn = self.conn.borrow_mut();
+                if conn.is_open() && !conn.write(&sse::frame(&event)) {
+                    // The client went away: the stream waits for its GET resume.
+                    let _ = self.gate.borrow_mut().detach(&s.session, s.stream, s.attachment);
+                }
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    fn close_connection(&self) {
+        let s = self.stream;
+        self.conn.borrow_mut().finish();
+        let _ = self.gate.borrow_mut().detach(&s.session, s.stream, s.attachment);
+    }
+
+    fn append(&self, line: &str) -> Result<u64, String> {
+        Journal::open()?.append(line)
+    }
+
+    fn journal(&self) -> Result<Vec<String>, String> {
+        Journal::open()?.lines()
+    }
+}
+
+fn mint_session_id() -> String {
+    wasi::random::random::get_random_bytes(16).iter().map(|b| format!("{b:02x}")).collect()
+}
