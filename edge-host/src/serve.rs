@@ -63,11 +63,17 @@ impl EdgeHost {
         let component = Component::new(&engine, component)
             .map_err(anyhow::Error::from)
             .context("compiling the composed app")?;
-        let mut linker = Linker::new(&engine);
+        Self::from_compiled(&component, kv)
+    }
+
+    /// Like [`EdgeHost::new`] for an app already compiled (tests compile it once per process).
+    pub fn from_compiled(component: &Component, kv: MemoryKv) -> anyhow::Result<Arc<Self>> {
+        let engine = component.engine();
+        let mut linker = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         keyvalue::add_to_linker(&mut linker, kv_view)?;
-        let pre = ProxyPre::new(linker.instantiate_pre(&component)?)?;
+        let pre = ProxyPre::new(linker.instantiate_pre(component)?)?;
         Ok(Arc::new(Self { pre, kv }))
     }
 

@@ -38,12 +38,16 @@ fn unreadable() -> Plain {
 
 /// The request as the transport reads it; `Err` is the reply for a body too large or broken.
 pub fn read_request(request: &IncomingRequest) -> Result<HttpRequest, Plain> {
-    let headers = request
+    let mut headers = request
         .headers()
         .entries()
         .into_iter()
         .map(|(name, value)| (name.to_ascii_lowercase(), value))
-        .collect();
+        .collect::<Vec<_>>();
+    // `wasi:http` hands `Host` over as the request's authority, not as a header.
+    if let Some(authority) = request.authority().filter(|_| !headers.iter().any(|(n, _)| n == "host")) {
+        headers.push(("host".to_owned(), authority.into_bytes()));
+    }
     let mut body = Vec::new();
     if let Ok(incoming) = request.consume() {
         let stream = incoming.stream().map_err(|()| unreadable())?;

@@ -148,7 +148,8 @@ impl ToolHost for CallHost<'_> {
 
     fn notify(&self, message: String) -> bool {
         let s = self.stream;
-        match self.gate.borrow_mut().emit(&s.session, s.stream, &message) {
+        let emitted = self.gate.borrow_mut().emit(&s.session, s.stream, &message);
+        match emitted {
             Ok(event) => {
                 let mut conn = self.conn.borrow_mut();
                 if conn.is_open() && !conn.write(&sse::frame(&event)) {

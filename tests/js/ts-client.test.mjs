@@ -1,14 +1,12 @@
-// The official TypeScript SDK client against host-example, through a proxy that cuts the
+// The official TypeScript SDK client against a resume-gate server, through a proxy that cuts the
 // connection mid-stream; the client must resume by itself and see everything exactly once.
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync, existsSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startProxy } from "./fault-proxy.mjs";
 
 const SERVER = process.env.MCP_URL;
-const JOURNAL = process.env.MCP_JOURNAL;
 
 async function connect(url) {
   const client = new Client({ name: "resume-gate-ts-test", version: "1.0.0" });
@@ -24,7 +22,13 @@ async function connect(url) {
   return { client, transport };
 }
 
-const journal = () => (existsSync(JOURNAL) ? readFileSync(JOURNAL, "utf8").split("\n").filter(Boolean) : []);
+// The journal as the server's `journal` tool reports it, over a session of its own.
+async function journal() {
+  const { client } = await connect(SERVER);
+  const result = await client.callTool({ name: "journal", arguments: {} });
+  await client.close();
+  return result.structuredContent.lines;
+}
 const resumes = (proxy) => proxy.state.requests.filter((r) => r.startsWith("GET") && /last-event-id:/i.test(r));
 
 test("the client lists the tools", async () => {
@@ -57,13 +61,14 @@ test("a countdown cut mid-stream resumes: every progress event and the result ex
 test("append cut before its result runs exactly once and the result arrives on resume", async () => {
   const proxy = await startProxy(SERVER);
   const { client } = await connect(proxy.url);
-  const before = journal().length;
+  const before = (await journal()).length;
   proxy.cutWhenServerSends('"structuredContent"');
   const result = await client.callTool({ name: "append", arguments: { text: "ts-once" } }, undefined, { timeout: 20000 });
   assert.equal(proxy.state.cuts, 1, "the connection was cut before the result");
   assert.ok(resumes(proxy).length >= 1, "the result came on a GET resume");
-  assert.equal(journal().length, before + 1, "append ran exactly once");
-  assert.equal(journal().at(-1), "ts-once");
+  const after = await journal();
+  assert.equal(after.length, before + 1, "append ran exactly once");
+  assert.equal(after.at(-1), "ts-once");
   assert.equal(result.structuredContent.lines, before + 1);
   await client.close();
   await proxy.close();

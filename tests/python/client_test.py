@@ -1,6 +1,6 @@
-"""The official Python SDK client (`mcp` from PyPI) against host-example.
+"""The official Python SDK client (`mcp` from PyPI) against a resume-gate server.
 
-Run by `tests/tests/python_client.rs` with MCP_URL and MCP_JOURNAL set. Prints a closing
+Run by `tests/tests/python_client.rs` with MCP_URL set. Prints a closing
 `N passed, N failed` line and exits non-zero on any failure.
 """
 
@@ -15,15 +15,13 @@ from mcp.client import Client
 from cutting_proxy import CuttingProxy
 
 URL = os.environ["MCP_URL"]
-JOURNAL = os.environ["MCP_JOURNAL"]
 
 
-def journal() -> list[str]:
-    try:
-        with open(JOURNAL) as f:
-            return [line for line in f.read().splitlines() if line]
-    except FileNotFoundError:
-        return []
+async def journal() -> list[str]:
+    """The journal as the server's `journal` tool reports it, over a session of its own."""
+    async with Client(URL, mode="legacy") as client:
+        result = await client.call_tool("journal", {})
+    return result.structured_content["lines"]
 
 
 async def with_proxy():
@@ -66,14 +64,15 @@ async def a_countdown_cut_mid_stream_resumes_with_every_event_once():
 
 async def append_cut_before_its_result_runs_exactly_once():
     proxy, url = await with_proxy()
-    before = len(journal())
+    before = len(await journal())
     async with Client(url, mode="legacy") as client:
         proxy.cut_when_server_sends(b'"structuredContent"')
         result = await client.call_tool("append", {"text": "py-once"}, read_timeout_seconds=20)
     assert proxy.cuts == 1
     assert proxy.resumes(), "the result came on a GET resume"
-    assert len(journal()) == before + 1, journal()
-    assert journal()[-1] == "py-once"
+    after = await journal()
+    assert len(after) == before + 1, after
+    assert after[-1] == "py-once"
     assert result.structured_content["lines"] == before + 1, result
     await proxy.close()
 

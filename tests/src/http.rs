@@ -1,4 +1,5 @@
-//! host-example on a loopback port, and a raw HTTP client for the scenarios.
+//! The servers under test on a loopback port — host-example and the Spin app served by
+//! edge-host — and a raw HTTP client for the scenarios.
 //!
 //! The client speaks HTTP/1.0 over a plain `TcpStream`, so a streamed response arrives
 //! close-delimited (no chunked framing to undo) and a test can read SSE frames one by one,
@@ -7,53 +8,95 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
 
+use edge_host::serve::EdgeHost;
 use host_example::GateHost;
 use host_example::serve::App;
+use resume_gate::kv::MemoryKv;
 use serde_json::{Value, json};
+use wasmtime::Engine;
+use wasmtime::component::Component;
 
 use crate::drivers::compiled_gate;
 
-/// A running host-example; dropping it stops the server (its memory store is gone).
+/// A running server; dropping it stops the server (its memory store is gone).
 pub struct TestServer {
     pub addr: SocketAddr,
+    /// Where host-example writes its journal (the edge app keeps it in its key-value store).
     pub journal: PathBuf,
+    _dir: Option<tempfile::TempDir>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
+fn runtime_and_listener() -> (tokio::runtime::Runtime, tokio::net::TcpListener) {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+    (runtime, listener)
+}
+
+/// The composed Spin app (front + gate-kv), compiled once per test process.
+fn compiled_edge_app() -> Component {
+    static APP: OnceLock<Component> = OnceLock::new();
+    APP.get_or_init(|| {
+        let bytes = edge_host::compose::compose_built().expect("compose front and gate");
+        Component::new(&Engine::default(), bytes).expect("compile the composed app")
+    })
+    .clone()
+}
+
 impl TestServer {
+    /// host-example (world `gate-memory`, one long-lived instance) writing to `journal`.
     pub fn start(journal: PathBuf) -> Self {
+        Self::start_with(journal, None)
+    }
+
+    fn start_with(journal: PathBuf, dir: Option<tempfile::TempDir>) -> Self {
         let (engine, component) = compiled_gate();
         let gate = GateHost::new(&engine, &component).expect("instantiate the gate");
         let app = App::new(gate, journal.clone()).expect("open the journal");
-        let runtime =
-            tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
         runtime.spawn(host_example::serve::serve_on(app, listener));
-        Self { addr, journal, runtime: Some(runtime) }
+        Self { addr, journal, _dir: dir, runtime: Some(runtime) }
+    }
+
+    /// host-example with a journal in a directory of its own.
+    pub fn host_example() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        Self::start_with(dir.path().join("journal.txt"), Some(dir))
+    }
+
+    /// The Spin app (front + gate-kv composed, an instance per request) over a fresh store.
+    pub fn edge() -> Self {
+        let host = EdgeHost::from_compiled(&compiled_edge_app(), MemoryKv::new()).expect("link the app");
+        let (runtime, listener) = runtime_and_listener();
+        let addr = listener.local_addr().unwrap();
+        runtime.spawn(host.serve_on(listener));
+        Self { addr, journal: PathBuf::new(), _dir: None, runtime: Some(runtime) }
     }
 
     pub fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
     }
 
-    /// Runs a client program against this server (`MCP_URL`, `MCP_JOURNAL` in its environment),
-    /// echoes its output into the test log, and returns whether it succeeded and its stdout.
+    /// Runs a client program against this server (`MCP_URL` in its environment), echoes its
+    /// output into the test log, and returns whether it succeeded and its stdout.
     pub fn run_client(&self, cmd: &mut std::process::Command) -> (bool, String) {
-        let out = cmd
-            .env("MCP_URL", self.url())
-            .env("MCP_JOURNAL", &self.journal)
-            .output()
-            .expect("run the client");
+        let out = cmd.env("MCP_URL", self.url()).output().expect("run the client");
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         println!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
         (out.status.success(), stdout)
     }
 
+    /// The journal as the `journal` tool reports it, from a session of its own.
     pub fn journal_lines(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.journal).unwrap_or_default().lines().map(str::to_owned).collect()
+        let c = Client::initialize(self.addr);
+        let frames = c.call(1, "journal", json!({}), &[]).frames_until_closed(Duration::from_secs(10));
+        let result = frames.iter().map(Frame::json).find(|v| v.get("result").is_some());
+        let lines = result.expect("the journal tool answers")["result"]["structuredContent"]["lines"].clone();
+        serde_json::from_value(lines).expect("the journal is a list of lines")
     }
 }
 

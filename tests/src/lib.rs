@@ -8,10 +8,28 @@
 //!   operation against what a side has minted so far and records what came back.
 //! - [`drivers`]: the `Driver` trait, the native core and the wasmtime component behind it.
 //! - [`held`]: what a store holds, for the bound checks (memory and key-value stores).
-//! - [`http`]: host-example served on a loopback port, and a raw HTTP/SSE client that can cut
-//!   a connection at any byte.
+//! - [`http`]: the servers under test (host-example, and the Spin app served by edge-host) on
+//!   a loopback port, and a raw HTTP/SSE client that can cut a connection at any byte.
 
 pub mod drivers;
 pub mod held;
 pub mod http;
 pub mod ops;
+
+/// Runs each named scenario, a `fn(fn() -> TestServer)`, once against host-example and once
+/// against the Spin app: `mod <scenario> { fn host_example(); fn edge(); }`.
+#[macro_export]
+macro_rules! on_both_servers {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            #[test]
+            fn host_example() {
+                super::$scenario($crate::http::TestServer::host_example)
+            }
+            #[test]
+            fn edge() {
+                super::$scenario($crate::http::TestServer::edge)
+            }
+        }
+    )*};
+}

@@ -1,19 +1,31 @@
-//! Raw-HTTP scenarios against host-example, one per row of the decision table a client can
-//! reach, plus the bad-input rules. Connections are cut by dropping them mid-stream.
+//! Raw-HTTP scenarios, one per row of the decision table a client can reach, plus the
+//! bad-input rules; each runs against host-example and against the Spin app (front + gate-kv,
+//! an instance per request). Connections are cut by dropping them mid-stream.
 
 use std::time::Duration;
 
 use resume_gate_tests::http::{ACCEPT, Client, Frame, JSON, Response, TestServer, request};
+use resume_gate_tests::on_both_servers;
 use serde_json::{Value, json};
+
+on_both_servers!(
+    a_cut_mid_stream_resumes_with_exactly_the_missed_events,
+    a_client_that_missed_the_terminal_gets_it_once_then_its_cursor_is_stale,
+    a_post_carrying_a_stale_last_event_id_runs_only_its_own_call,
+    append_under_a_cut_runs_exactly_once_and_its_result_arrives_on_resume,
+    a_cursor_from_another_session_replays_nothing_and_does_not_disturb_its_owner,
+    forged_and_malformed_cursors_never_replay_and_never_fail_the_server,
+    unknown_and_deleted_sessions_get_404_and_a_missing_one_400,
+    after_a_restart_the_old_session_is_gone_and_no_old_event_is_replayed,
+    bad_input_gets_the_right_status_and_leaves_other_sessions_untouched,
+    the_polling_tool_closes_its_stream_mid_call_and_the_get_resume_delivers_the_result,
+    a_cancelled_call_is_never_resumed_and_its_request_is_answered_with_an_error,
+    older_clients_get_no_priming_event_but_every_event_still_carries_its_id,
+);
 
 const WAIT: Duration = Duration::from_secs(5);
 /// How long a fresh stream is watched to show that nothing is replayed into it.
 const QUIET: Duration = Duration::from_millis(400);
-
-fn server() -> (TestServer, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    (TestServer::start(dir.path().join("journal.txt")), dir)
-}
 
 fn frames(resp: &mut Response, n: usize) -> Vec<Frame> {
     (0..n).map(|i| resp.next_frame(WAIT).unwrap_or_else(|| panic!("frame {i} of {n} never came"))).collect()
@@ -36,9 +48,8 @@ fn assert_fresh(mut resp: Response) {
     assert_eq!(resp.next_frame(QUIET), None, "nothing may be replayed into a fresh stream");
 }
 
-#[test]
-fn a_cut_mid_stream_resumes_with_exactly_the_missed_events() {
-    let (srv, _dir) = server();
+fn a_cut_mid_stream_resumes_with_exactly_the_missed_events(start: fn() -> TestServer) {
+    let srv = start();
     let c = Client::initialize(srv.addr);
     let mut post = c.call(1, "countdown", json!({"n": 5, "interval_ms": 100}), &[]);
     assert_eq!(post.status, 200);
@@ -56,9 +67,8 @@ fn a_cut_mid_stream_resumes_with_exactly_the_missed_events() {
     assert_eq!(rest.last().map(|f| f.json()["result"]["content"][0]["text"].clone()), Some(json!("done")));
 }
 
-#[test]
-fn a_client_that_missed_the_terminal_gets_it_once_then_its_cursor_is_stale() {
-    let (srv, _dir) = server();
+fn a_client_that_missed_the_terminal_gets_it_once_then_its_cursor_is_stale(start: fn() -> TestServer) {
+    let srv = start();
     let c = Client::initialize(srv.addr);
     let mut post = c.call(1, "countdown", json!({"n": 2, "interval_ms": 100}), &[]);
     let seen = frames(&mut post, 2);
@@ -77,9 +87,8 @@ fn a_client_that_missed_the_terminal_gets_it_once_then_its_cursor_is_stale() {
     assert_fresh(c.get(seen[1].id.as_deref()));
 }
 
-#[test]
-fn a_post_carrying_a_stale_last_event_id_runs_only_its_own_call() {
-    let (srv, _dir) = server();
+fn a_post_carrying_a_stale_last_event_id_runs_only_its_own_call(start: fn() -> TestServer) {
+    let srv = start();
     let c = Client::initialize(srv.addr);
     let mut first = c.call(1, "append", json!({"text": "one"}), &[]);
     let done = first.frames_until_closed(WAIT);
@@ -92,9 +101,8 @@ fn a_post_carrying_a_stale_last_event_id_runs_only_its_own_call() {
     assert_eq!(srv.journal_lines(), ["one", "two"], "each append ran exactly once");
 }
 
-#[test]
-fn append_under_a_cut_runs_exactly_once_and_its_result_arrives_on_resume() {
-    let (srv, _dir) = server();
+fn append_under_a_cut_runs_exactly_once_and_its_result_arrives_on_resume(start: fn() -> TestServer) {
+    let srv = start();
     let c = Client::initialize(srv.addr);
     let mut post = c.call(7, "append", json!({"text": "charged"}), &[]);
     let priming = post.next_frame(WAIT).unwrap();
@@ -106,9 +114,8 @@ fn append_under_a_cut_runs_exactly_once_and_its_result_arrives_on_resume() {
     assert_eq!(srv.journal_lines(), ["charged"]);
 }
 
-#[test]
-fn a_cursor_from_another_session_replays_nothing_and_does_not_disturb_its_owner() {
-    let (srv, _dir) = server();
+fn a_cursor_from_another_session_replays_nothing_and_does_not_disturb_its_owner(start: fn() -> TestServer) {
+    let srv = start();
     let owner = Client::initialize(srv.addr);
     let thief = Client::initialize(srv.addr);
     let mut post = owner.call(1, "countdown", json!({"n": 3, "interval_ms": 150}), &[]);
@@ -122,9 +129,8 @@ fn a_cursor_from_another_session_replays_nothing_and_does_not_disturb_its_owner(
     assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1]);
 }
 
-#[test]
-fn forged_and_malformed_cursors_never_replay_and_never_fail_the_server() {
-    let (srv, _dir) = server();
+fn forged_and_malformed_cursors_never_replay_and_never_fail_the_server(start: fn() -> TestServer) {
+    let srv = start();
     let c = Client::initialize(srv.addr);
     let mut post = c.call(1, "countdown", json!({"n": 2, "interval_ms": 200}), &[]);
     let seen = frames(&mut post, 2);
@@ -142,9 +148,8 @@ fn forged_and_malformed_cursors_never_replay_and_never_fail_the_server() {
     assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1]);
 }
 
-#[test]
-fn unknown_and_deleted_sessions_get_404_and_a_missing_one_400() {
-    let (srv, _dir) = server();
+fn unknown_and_deleted_sessions_get_404_and_a_missing_one_400(start: fn() -> TestServer) {
+    let srv = start();
     let c = Client::initialize(srv.addr);
     let mut post = c.call(1, "test_simple_text", json!({}), &[]);
     let done = post.frames_until_closed(WAIT);
@@ -159,27 +164,23 @@ fn unknown_and_deleted_sessions_get_404_and_a_missing_one_400() {
     assert_eq!(no_session.status, 400);
 }
 
-#[test]
-fn after_a_restart_the_old_session_is_gone_and_no_old_event_is_replayed() {
-    let dir = tempfile::tempdir().unwrap();
-    let journal = dir.path().join("journal.txt");
-    let srv = TestServer::start(journal.clone());
+fn after_a_restart_the_old_session_is_gone_and_no_old_event_is_replayed(start: fn() -> TestServer) {
+    let srv = start();
     let c = Client::initialize(srv.addr);
     let mut post = c.call(1, "countdown", json!({"n": 3, "interval_ms": 100}), &[]);
     let seen = frames(&mut post, 2);
     drop(post);
     drop(srv);
 
-    let srv = TestServer::start(journal);
+    let srv = start();
     let old = Client { addr: srv.addr, ..c };
     assert_eq!(old.get(seen[1].id.as_deref()).status, 404, "the session died with the memory store");
     let new = Client::initialize(srv.addr);
     assert_fresh(new.get(seen[1].id.as_deref()));
 }
 
-#[test]
-fn bad_input_gets_the_right_status_and_leaves_other_sessions_untouched() {
-    let (srv, _dir) = server();
+fn bad_input_gets_the_right_status_and_leaves_other_sessions_untouched(start: fn() -> TestServer) {
+    let srv = start();
     let bystander = Client::initialize(srv.addr);
     let mut running = bystander.call(1, "countdown", json!({"n": 3, "interval_ms": 150}), &[]);
     let seen = frames(&mut running, 2);
@@ -224,9 +225,10 @@ fn bad_input_gets_the_right_status_and_leaves_other_sessions_untouched() {
     let _ = seen;
 }
 
-#[test]
-fn the_polling_tool_closes_its_stream_mid_call_and_the_get_resume_delivers_the_result() {
-    let (srv, _dir) = server();
+fn the_polling_tool_closes_its_stream_mid_call_and_the_get_resume_delivers_the_result(
+    start: fn() -> TestServer,
+) {
+    let srv = start();
     let c = Client::initialize(srv.addr);
     let mut post = c.call(3, "test_reconnection", json!({}), &[]);
     let got = post.frames_until_closed(WAIT);
@@ -238,9 +240,8 @@ fn the_polling_tool_closes_its_stream_mid_call_and_the_get_resume_delivers_the_r
     assert_eq!(text, json!("Reconnection test completed successfully"));
 }
 
-#[test]
-fn a_cancelled_call_is_never_resumed_and_its_request_is_answered_with_an_error() {
-    let (srv, _dir) = server();
+fn a_cancelled_call_is_never_resumed_and_its_request_is_answered_with_an_error(start: fn() -> TestServer) {
+    let srv = start();
     let c = Client::initialize(srv.addr);
     let mut post = c.call(4, "countdown", json!({"n": 20, "interval_ms": 100}), &[]);
     let seen = frames(&mut post, 2);
@@ -258,9 +259,8 @@ fn a_cancelled_call_is_never_resumed_and_its_request_is_answered_with_an_error()
     assert_eq!(get.next_frame(QUIET), None, "no progress event of the cancelled call is replayed");
 }
 
-#[test]
-fn older_clients_get_no_priming_event_but_every_event_still_carries_its_id() {
-    let (srv, _dir) = server();
+fn older_clients_get_no_priming_event_but_every_event_still_carries_its_id(start: fn() -> TestServer) {
+    let srv = start();
     let c = Client { version: "2025-06-18", ..Client::initialize(srv.addr) };
     let mut post = c.call(1, "countdown", json!({"n": 2, "interval_ms": 50}), &[]);
     let got = post.frames_until_closed(WAIT);

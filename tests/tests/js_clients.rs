@@ -1,11 +1,15 @@
 //! The official TypeScript SDK client and the MCP conformance suite (both from npm, installed
-//! from `tests/js/package-lock.json` by `npm ci`) against host-example.
+//! from `tests/js/package-lock.json` by `npm ci`) against host-example and the Spin app.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
 use resume_gate_tests::http::TestServer;
+use resume_gate_tests::on_both_servers;
+
+on_both_servers!(the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once);
+on_both_servers!(the_mcp_conformance_scenarios_pass_without_failure);
 
 fn js_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("js")
@@ -31,11 +35,9 @@ fn npm_ci() {
     });
 }
 
-#[test]
-fn the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once() {
+fn the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once(start: fn() -> TestServer) {
     npm_ci();
-    let dir = tempfile::tempdir().unwrap();
-    let srv = TestServer::start(dir.path().join("journal.txt"));
+    let srv = start();
     let (ok, stdout) = srv.run_client(
         Command::new("node")
             .args(["--test", "--test-reporter=spec", "ts-client.test.mjs"])
@@ -59,11 +61,9 @@ const SCENARIOS: [&str; 11] = [
     "dns-rebinding-protection",
 ];
 
-#[test]
-fn the_mcp_conformance_scenarios_pass_without_failure() {
+fn the_mcp_conformance_scenarios_pass_without_failure(start: fn() -> TestServer) {
     npm_ci();
-    let dir = tempfile::tempdir().unwrap();
-    let srv = TestServer::start(dir.path().join("journal.txt"));
+    let srv = start();
     for scenario in SCENARIOS {
         let out = Command::new("node")
             .args([
