@@ -1,0 +1,265 @@
+//! Many instances of the gate-kv component, each in its own wasmtime `Store` on its own thread,
+//! against one shared key-value store — what Spin does when requests of one session arrive at
+//! once. No event is lost, no sequence number is handed out twice, no stream comes back after
+//! it ended, and no event crosses into another session.
+//!
+//! `round_trips_per_operation` also prints the key-value calls each gate operation costs
+//! (`cargo test -p resume-gate-tests --test kv_concurrency -- --nocapture`).
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Barrier, OnceLock};
+
+use edge_host::gate_kv::types::{Decision, Event, GateError, Origin, RequestId, StaleReason};
+use edge_host::gate_kv::{GateKvInstance, GateKvPre, GateKvState, prepare};
+use resume_gate::kv::MemoryKv;
+use wasmtime::Engine;
+
+const THREADS: usize = 8;
+
+fn pre() -> GateKvPre<GateKvState> {
+    static PRE: OnceLock<GateKvPre<GateKvState>> = OnceLock::new();
+    PRE.get_or_init(|| prepare(&Engine::default()).expect("compile gate-kv")).clone()
+}
+
+/// One gate instance; every call unwraps the trap layer (a trap fails the test).
+struct Gate(GateKvInstance);
+
+impl Gate {
+    fn new(kv: &MemoryKv) -> Self {
+        Self(GateKvInstance::new(&pre(), kv.clone()).expect("instantiate gate-kv"))
+    }
+
+    fn open_session(&mut self, session: &str) {
+        let (g, s) = self.0.gate();
+        g.call_open_session(s, session).unwrap().expect("open the session");
+    }
+
+    fn open_stream(&mut self, session: &str, request: i64) -> Result<(u64, u32, String), GateError> {
+        let (g, s) = self.0.gate();
+        let origin = Origin::Request(RequestId::Number(request));
+        g.call_open_stream(s, session, &origin).unwrap().map(|o| (o.stream, o.attachment, o.priming.id))
+    }
+
+    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+        let (g, s) = self.0.gate();
+        g.call_on_emit(s, session, stream, data).unwrap()
+    }
+
+    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+        let (g, s) = self.0.gate();
+        g.call_on_terminal(s, session, stream, data).unwrap()
+    }
+
+    fn detach(&mut self, session: &str, stream: u64, attachment: u32) {
+        let (g, s) = self.0.gate();
+        g.call_on_detach(s, session, stream, attachment).unwrap().expect("detach");
+    }
+
+    fn abort(&mut self, session: &str, stream: u64) {
+        let (g, s) = self.0.gate();
+        g.call_abort_stream(s, session, stream).unwrap().expect("abort");
+    }
+
+    /// A GET with `Last-Event-ID`.
+    fn reconnect(&mut self, session: &str, cursor: &str) -> Decision {
+        let (g, s) = self.0.gate();
+        g.call_on_reconnect(s, session, cursor.as_bytes(), &Origin::Standalone).unwrap().expect("reconnect")
+    }
+
+    fn poll(&mut self, session: &str, stream: u64, attachment: u32, after: u64) -> usize {
+        let (g, s) = self.0.gate();
+        g.call_poll_stream(s, session, stream, attachment, after).unwrap().expect("poll").events.len()
+    }
+}
+
+/// Runs `work(thread)` on `THREADS` threads, each with its own instance, released together.
+fn on_many_instances<T: Send + 'static>(
+    kv: &MemoryKv,
+    work: impl Fn(usize, &mut Gate) -> T + Send + Sync + 'static,
+) -> Vec<T> {
+    let work = Arc::new(work);
+    let start = Arc::new(Barrier::new(THREADS));
+    let handles: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (kv, work, start) = (kv.clone(), Arc::clone(&work), Arc::clone(&start));
+            std::thread::spawn(move || {
+                let mut gate = Gate::new(&kv);
+                start.wait();
+                work(t, &mut gate)
+            })
+        })
+        .collect();
+    handles.into_iter().map(|h| h.join().expect("no instance panics")).collect()
+}
+
+/// A session with one detached request stream: (stream, priming cursor).
+fn detached_stream(kv: &MemoryKv, session: &str) -> (u64, String) {
+    let mut gate = Gate::new(kv);
+    gate.open_session(session);
+    let (stream, attachment, priming) = gate.open_stream(session, 1).unwrap();
+    gate.detach(session, stream, attachment);
+    (stream, priming)
+}
+
+fn resumed(decision: Decision) -> Vec<Event> {
+    match decision {
+        Decision::Resume(r) => r.events,
+        Decision::Fresh(f) => panic!("expected a resume, got fresh({:?})", f.reason),
+    }
+}
+
+#[test]
+fn concurrent_emits_lose_nothing_and_never_share_a_sequence_number() {
+    const PER_THREAD: usize = 25;
+    let kv = MemoryKv::new();
+    let (stream, priming) = detached_stream(&kv, "sess-emit");
+    let emitted = on_many_instances(&kv, move |t, gate| {
+        (0..PER_THREAD)
+            .map(|i| {
+                let event = gate.emit("sess-emit", stream, &format!("{t}:{i}")).expect("emit");
+                (event.seq, event.data)
+            })
+            .collect::<Vec<_>>()
+    });
+    let emitted: Vec<(u64, String)> = emitted.into_iter().flatten().collect();
+    let seqs: BTreeSet<u64> = emitted.iter().map(|(seq, _)| *seq).collect();
+    assert_eq!(seqs.len(), THREADS * PER_THREAD, "a sequence number was handed out twice");
+    let (first, last) = (*seqs.first().unwrap(), *seqs.last().unwrap());
+    assert_eq!(last - first + 1, seqs.len() as u64, "the sequence has a gap");
+
+    let replay = resumed(Gate::new(&kv).reconnect("sess-emit", &priming));
+    let mut expected = emitted.clone();
+    expected.sort();
+    let got: Vec<(u64, String)> = replay.into_iter().map(|e| (e.seq, e.data)).collect();
+    assert_eq!(got, expected, "every emitted event is replayed once, in sequence order");
+}
+
+#[test]
+fn concurrent_opens_of_one_request_id_admit_exactly_one_stream() {
+    let kv = MemoryKv::new();
+    Gate::new(&kv).open_session("sess-open");
+    let outcomes = on_many_instances(&kv, |_, gate| gate.open_stream("sess-open", 42));
+    let won = outcomes.iter().filter(|o| o.is_ok()).count();
+    assert_eq!(won, 1, "{outcomes:?}");
+    assert!(outcomes.iter().all(|o| o.is_ok() || o == &Err(GateError::DuplicateRequestId)), "{outcomes:?}");
+}
+
+#[test]
+fn an_abort_racing_emits_is_final_and_the_stream_never_comes_back() {
+    let kv = MemoryKv::new();
+    let (stream, priming) = detached_stream(&kv, "sess-abort");
+    on_many_instances(&kv, move |t, gate| {
+        if t == 0 {
+            for i in 0..10 {
+                gate.emit("sess-abort", stream, &format!("before {i}")).expect("emit before the abort");
+            }
+            gate.abort("sess-abort", stream);
+            return;
+        }
+        // Emit until the stream refuses: after that, no emit may be accepted again.
+        for i in 0..200 {
+            if let Err(e) = gate.emit("sess-abort", stream, &format!("{t}:{i}")) {
+                assert!(matches!(e, GateError::StreamFinished | GateError::UnknownStream), "{e:?}");
+                for j in 0..5 {
+                    let again = gate.emit("sess-abort", stream, &format!("{t}:late{j}"));
+                    assert!(again.is_err(), "an emit was accepted after the abort");
+                }
+                return;
+            }
+        }
+    });
+    let mut gate = Gate::new(&kv);
+    assert!(gate.emit("sess-abort", stream, "after").is_err());
+    assert!(gate.terminal("sess-abort", stream, "after").is_err());
+    match gate.reconnect("sess-abort", &priming) {
+        Decision::Fresh(f) => assert_eq!(f.reason, StaleReason::Aborted),
+        Decision::Resume(r) => panic!("an aborted stream resumed with {} events", r.events.len()),
+    }
+}
+
+#[test]
+fn a_terminal_racing_emits_is_the_last_event_of_its_stream() {
+    let kv = MemoryKv::new();
+    let (stream, priming) = detached_stream(&kv, "sess-term");
+    let terminal_seq = on_many_instances(&kv, move |t, gate| {
+        if t == 0 {
+            for i in 0..10 {
+                gate.emit("sess-term", stream, &format!("before {i}")).unwrap();
+            }
+            return Some(gate.terminal("sess-term", stream, "result").expect("terminal").seq);
+        }
+        for i in 0..100 {
+            if gate.emit("sess-term", stream, &format!("{t}:{i}")).is_err() {
+                break;
+            }
+        }
+        None
+    });
+    let terminal_seq = terminal_seq.into_iter().flatten().next().unwrap();
+    // The first resume after the terminal replays everything up to it, the terminal last.
+    let replay = resumed(Gate::new(&kv).reconnect("sess-term", &priming));
+    let last = replay.last().expect("the terminal is replayed");
+    assert!(last.terminal && last.seq == terminal_seq && last.data == "result", "{last:?}");
+    assert!(replay.iter().rev().skip(1).all(|e| !e.terminal && e.seq < terminal_seq));
+}
+
+#[test]
+fn sessions_opened_and_fed_at_once_never_see_each_others_events() {
+    let kv = MemoryKv::new();
+    let replays = on_many_instances(&kv, |t, gate| {
+        let session = format!("sess-own-{t}");
+        gate.open_session(&session);
+        let (stream, attachment, priming) = gate.open_stream(&session, 1).unwrap();
+        gate.detach(&session, stream, attachment);
+        for i in 0..10 {
+            gate.emit(&session, stream, &format!("{t}:{i}")).unwrap();
+        }
+        let mine = resumed(gate.reconnect(&session, &priming));
+        (t, mine.into_iter().map(|e| e.data).collect::<Vec<_>>())
+    });
+    for (t, data) in replays {
+        let expected: Vec<String> = (0..10).map(|i| format!("{t}:{i}")).collect();
+        assert_eq!(data, expected, "session {t} saw exactly its own events");
+    }
+}
+
+#[test]
+fn round_trips_per_operation() {
+    let kv = MemoryKv::new();
+    let mut gate = Gate::new(&kv);
+    let mut table: Vec<(&str, u64)> = Vec::new();
+    let mut mark = kv.calls();
+    let mut record = |name, kv: &MemoryKv| {
+        let now = kv.calls();
+        table.push((name, now - mark));
+        mark = now;
+    };
+    gate.open_session("sess-cost");
+    record("open-session", &kv);
+    let (stream, attachment, priming) = gate.open_stream("sess-cost", 1).unwrap();
+    record("open-stream", &kv);
+    gate.emit("sess-cost", stream, "x").unwrap();
+    record("on-emit", &kv);
+    gate.emit("sess-cost", stream, "y").unwrap();
+    record("on-emit (2nd)", &kv);
+    assert_eq!(gate.poll("sess-cost", stream, attachment, 0), 2);
+    record("poll-stream (2 new events)", &kv);
+    gate.detach("sess-cost", stream, attachment);
+    record("on-detach", &kv);
+    assert_eq!(resumed(gate.reconnect("sess-cost", &priming)).len(), 2);
+    record("on-reconnect (resume, 2 events)", &kv);
+    assert!(matches!(gate.reconnect("sess-cost", "rg1.zz"), Decision::Fresh(_)));
+    record("on-reconnect (malformed cursor)", &kv);
+    gate.terminal("sess-cost", stream, "done").unwrap();
+    record("on-terminal", &kv);
+
+    for (name, calls) in &table {
+        println!("{name:<34} {calls:>3} key-value calls");
+    }
+    // A guard on store traffic, not on time: each operation stays a handful of round trips,
+    // and an emit costs no more on a longer stream.
+    for (name, calls) in &table {
+        assert!(*calls <= 12, "{name} took {calls} key-value calls");
+    }
+    assert_eq!(table[2].1, table[3].1, "emit costs the same on a longer stream");
+}
