@@ -1,0 +1,66 @@
+//! `spin.toml` stays in step with what the tests run: the front and gate it names are the files
+//! edge-host serves, built the way edge-host builds them, with the store grant the gate needs.
+//! (The `spin` CLI cannot be installed here; the app's components are served by edge-host.)
+
+use std::path::Path;
+
+use toml::Value;
+
+fn manifest() -> Value {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = std::fs::read_to_string(root.join("spin.toml")).expect("spin.toml at the repository root");
+    toml::from_str(&text).expect("spin.toml parses")
+}
+
+/// `path` relative to the repository root, as the manifest writes it.
+fn relative(path: &str) -> String {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    Path::new(path).strip_prefix(root).expect("built under the repository").display().to_string()
+}
+
+#[test]
+fn the_manifest_routes_mcp_to_the_front_with_the_gate_as_its_dependency() {
+    let m = manifest();
+    assert_eq!(m["spin_manifest_version"].as_integer(), Some(2));
+    let trigger = &m["trigger"]["http"][0];
+    assert_eq!(trigger["route"].as_str(), Some("/mcp"));
+    let id = trigger["component"].as_str().unwrap();
+    let component = &m["component"][id];
+
+    assert_eq!(component["source"].as_str().unwrap(), relative(edge_host::FRONT_WASM));
+    let gate = &component["dependencies"]["mcp:resume-gate@0.1.0"];
+    assert_eq!(gate["path"].as_str().unwrap(), relative(edge_host::GATE_KV_WASM));
+    let wit = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit/gate.wit")).unwrap();
+    assert!(wit.contains("package mcp:resume-gate@0.1.0;"), "the dependency names the WIT package");
+
+    let stores: Vec<&str> =
+        component["key_value_stores"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(stores, ["default"], "the bucket both components open");
+    assert_eq!(component["dependencies_inherit_configuration"].as_bool(), Some(true));
+}
+
+#[test]
+fn the_build_commands_produce_the_files_the_manifest_names() {
+    let m = manifest();
+    let component = &m["component"]["mcp"];
+    let commands: Vec<&str> =
+        component["build"]["command"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(commands[0], "rustup target add wasm32-wasip2", "spin build installs the target first");
+    let built = |package: &str, features: &str, dir: &str| {
+        commands.iter().any(|c| {
+            c.starts_with("cargo rustc --locked")
+                && c.contains(&format!("-p {package} "))
+                && c.contains(features)
+                && c.contains("--target wasm32-wasip2 --profile component")
+                && c.ends_with(&format!("--target-dir {dir}"))
+        })
+    };
+    assert!(built("resume-gate", "--features component-kv", "target/component-kv"));
+    assert!(built("spin-front", "", "target/spin-front"));
+    for (file, dir) in
+        [(edge_host::GATE_KV_WASM, "target/component-kv"), (edge_host::FRONT_WASM, "target/spin-front")]
+    {
+        assert!(relative(file).starts_with(dir), "{file} is built into {dir}");
+        assert!(Path::new(file).is_file());
+    }
+}
