@@ -95,11 +95,16 @@ impl EventId {
 
     /// The wire form; always printable ASCII without `:`, space, CR, LF or NUL, ≤ 128 bytes.
     pub fn format(&self) -> String {
-        let mut s =
-            format!("rg1.{:016x}.{}.{}.{}", self.epoch, hex::encode(self.session), self.stream, self.seq);
+        use std::fmt::Write;
+        let mut s = String::with_capacity(MAX_LEN);
+        s.push_str("rg1.");
+        push_hex(&mut s, &self.epoch.to_be_bytes());
+        s.push('.');
+        push_hex(&mut s, &self.session);
+        let _ = write!(s, ".{}.{}", self.stream, self.seq);
         if let Some(mac) = &self.mac {
             s.push('.');
-            s.push_str(&hex::encode(mac));
+            push_hex(&mut s, mac);
         }
         s
     }
@@ -136,6 +141,15 @@ fn fixed_hex<const N: usize>(field: &[u8]) -> Option<[u8; N]> {
     let mut out = [0; N];
     hex::decode_to_slice(field, &mut out).ok()?;
     Some(out)
+}
+
+/// Lower-case hex, the only spelling `fixed_hex` accepts.
+fn push_hex(s: &mut String, bytes: &[u8]) {
+    let mut buf = [0; 2 * MAC_LEN];
+    let hex = &mut buf[..2 * bytes.len()];
+    if hex::encode_to_slice(bytes, hex).is_ok() {
+        s.push_str(std::str::from_utf8(hex).unwrap_or_default());
+    }
 }
 
 /// A `u64` in canonical decimal: no sign, no leading zero, no overflow.

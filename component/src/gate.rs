@@ -366,7 +366,8 @@ impl<S: Store> Gate<S> {
     }
 
     /// Adds a new stream to its session's list, making room by dropping the oldest tombstone
-    /// (expiring streams kept past retention first). Returns the standalone stream it replaces.
+    /// (expiring streams kept past retention first), else the oldest terminal-sent stream.
+    /// Returns the standalone stream it replaces.
     fn list_stream(
         &mut self,
         session: &SessionMeta,
@@ -386,13 +387,16 @@ impl<S: Store> Gate<S> {
                     st.state = StreamState::Aborted;
                     self.counters.expired_streams += 1;
                 }
-                let tombstone = listed
-                    .iter()
-                    .filter(|st| !st.state.is_live())
-                    .min_by_key(|st| (st.last_active, st.no))
+                // A session answering many calls keeps each answered one resumable until room
+                // is needed; a call still running is never dropped.
+                let oldest = |state: fn(StreamState) -> bool| {
+                    listed.iter().filter(|st| state(st.state)).min_by_key(|st| (st.last_active, st.no))
+                };
+                let dropped = oldest(|state| !state.is_live())
+                    .or_else(|| oldest(|state| state == StreamState::TerminalSent))
                     .ok_or(GateError::TooManyStreams)?;
-                self.store.remove_stream(&s.id, tombstone)?;
-                let gone = tombstone.no;
+                self.store.remove_stream(&s.id, dropped)?;
+                let gone = dropped.no;
                 let present: Vec<StreamNo> = listed.iter().map(|st| st.no).collect();
                 s.streams.retain(|no| *no != gone && present.contains(no));
             }

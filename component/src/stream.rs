@@ -4,8 +4,7 @@
 //! stream (origin `Standalone`). Its state says whether a reconnect may continue it; see
 //! DESIGN.md "Stream model". Records are plain data so that any `Store` can hold them.
 
-use std::collections::VecDeque;
-
+use imbl::Vector;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Millis;
@@ -82,6 +81,10 @@ pub struct Buffered {
 /// The record is the stream's single source of truth and every change to it is one atomic
 /// save (a compare-and-swap in a key-value store): an event is published by the save that
 /// puts it in `buffer`, after its data was written under its own key.
+///
+/// Every operation loads a copy of the record and saves it back, so `buffer` is a persistent
+/// vector: a copy shares its chunks with the original, and an emit or a resume costs the same
+/// whether the stream buffers ten events or a million.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamMeta {
     pub no: StreamNo,
@@ -96,7 +99,7 @@ pub struct StreamMeta {
     /// Sequence number of `buffer[0]`; `last_seq + 1` when nothing is buffered.
     pub first_buffered: Seq,
     /// The buffered events, oldest first, with consecutive sequence numbers.
-    pub buffer: VecDeque<Buffered>,
+    pub buffer: Vector<Buffered>,
     pub buffered_bytes: u64,
     /// Sequence number of the terminal event, once emitted.
     pub terminal_seq: Option<Seq>,
@@ -114,7 +117,7 @@ impl StreamMeta {
             attachment: 1,
             last_seq: 0,
             first_buffered: 1,
-            buffer: VecDeque::new(),
+            buffer: Vector::new(),
             buffered_bytes: 0,
             terminal_seq: None,
             last_active: now,
@@ -138,7 +141,11 @@ impl StreamMeta {
     pub fn buffered_after(&self, after: Seq) -> impl Iterator<Item = (Seq, Buffered)> + '_ {
         let skip = after.saturating_add(1).saturating_sub(self.first_buffered);
         let skip = usize::try_from(skip).unwrap_or(usize::MAX).min(self.buffer.len());
-        self.buffer.range(skip..).enumerate().map(move |(i, b)| (self.first_buffered + (skip + i) as Seq, *b))
+        self.buffer
+            .skip(skip)
+            .into_iter()
+            .enumerate()
+            .map(move |(i, b)| (self.first_buffered + (skip + i) as Seq, b))
     }
 
     /// Moves the stream to a finished state and forgets its buffer; returns the keys whose
@@ -147,6 +154,6 @@ impl StreamMeta {
         self.state = state;
         self.first_buffered = self.last_seq.saturating_add(1);
         self.buffered_bytes = 0;
-        self.buffer.drain(..).map(|b| b.key).collect()
+        std::mem::take(&mut self.buffer).into_iter().map(|b| b.key).collect()
     }
 }

@@ -549,19 +549,35 @@ mod sessions_and_bounds {
     }
 
     #[test]
-    fn tombstones_make_room_for_new_streams_but_live_streams_never_do() {
+    fn an_answered_call_makes_room_when_no_tombstone_is_left_but_a_running_one_never_does() {
         let mut f = Fixture::with(Config { max_streams_per_session: 2, ..Config::default() });
         let a = f.post(1);
-        let result = f.terminal(a.stream, "done");
-        f.post(2);
-        let third = f.gate.open_stream(S, Origin::Request(RequestId::Number(3)), f.now);
-        assert_eq!(third, Err(GateError::TooManyStreams), "a terminal-sent stream is still live");
-        // The client acknowledges a's result: a becomes a tombstone, and the fresh stream takes
-        // its place.
-        fresh_because(f.get(&result.id), StaleReason::Completed);
+        f.terminal(a.stream, "done");
+        let b = f.post(2);
+        // More calls than stream records in one session keep working: a's answer was sent.
+        assert!(f.gate.open_stream(S, Origin::Request(RequestId::Number(3)), f.now).is_ok());
         assert_eq!(f.gate.store().stats().streams, 2);
-        let d = f.gate.reconnect(S, result.id.as_bytes(), Origin::Request(RequestId::Number(4)), f.now);
-        assert_eq!(d, Err(GateError::TooManyStreams), "no tombstone left to drop");
+        // Streams 2 and 3 are both still running: neither may go.
+        let fourth = f.gate.open_stream(S, Origin::Request(RequestId::Number(4)), f.now);
+        assert_eq!(fourth, Err(GateError::TooManyStreams));
+        f.terminal(b.stream, "done");
+        fresh_because(f.get(&a.priming.id), StaleReason::Unknown);
+    }
+
+    #[test]
+    fn tombstones_go_before_answered_calls() {
+        let mut f = Fixture::with(Config { max_streams_per_session: 3, ..Config::default() });
+        let a = f.post(1);
+        let a_result = f.terminal(a.stream, "a done");
+        // The client acknowledges a's result: a becomes a tombstone.
+        fresh_because(f.get(&a_result.id), StaleReason::Completed);
+        let b = f.post(2);
+        f.terminal(b.stream, "b done");
+        assert!(f.gate.open_stream(S, Origin::Request(RequestId::Number(3)), f.now).is_ok());
+        match f.get(&b.priming.id) {
+            Decision::Resume(r) => assert!(r.includes_terminal, "b's answer is still there"),
+            other => panic!("expected b to resume, got {other:?}"),
+        }
     }
 
     #[test]

@@ -204,9 +204,16 @@ impl Model {
             }
             Ok(Decision::Fresh(f)) => {
                 if let Some((m, st)) = source {
+                    // An answered call may have made room for a later stream once the session
+                    // had opened more streams than it keeps records.
+                    let reclaimed = st.terminal.is_some()
+                        && f.reason == StaleReason::Unknown
+                        && s.ever_opened.range(m.stream + 1..).next().is_some()
+                        && s.ever_opened.len() >= self.config.max_streams_per_session as usize;
                     let should_resume = *origin == Origin::Standalone
                         && !st.ended
                         && !st.uncertain
+                        && !reclaimed
                         && st.terminal != Some(m.seq)
                         && m.seq + 1 >= st.first_buffered;
                     prop_assert!(!should_resume, "a valid continuation point got fresh: {:?}", f.reason);
