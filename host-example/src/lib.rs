@@ -9,11 +9,13 @@
 //!
 //! - this file: loading and calling the component, and the transport's `GateApi` over it;
 //! - [`convert`]: WIT types ↔ core types;
+//! - [`bypass`]: the server without the gate, for measuring the gate's share;
 //! - [`serve`]: the MCP Streamable HTTP server (axum) around the shared `mcp-transport`;
 //! - `main.rs`: the command line (`serve`, `demo`).
 
 use std::path::Path;
 
+pub mod bypass;
 pub mod convert;
 pub mod serve;
 
@@ -38,6 +40,35 @@ pub const GATE_WASM: &str = env!("RESUME_GATE_WASM");
 pub struct HostState {
     wasi: WasiCtx,
     table: ResourceTable,
+    memory: MemoryWatch,
+}
+
+/// Sees every growth of the instance's linear memory (which never shrinks) and allows it: the
+/// gate's own bounds are what keep it in check, and a host can report the size.
+#[derive(Default)]
+struct MemoryWatch {
+    bytes: usize,
+}
+
+impl wasmtime::ResourceLimiter for MemoryWatch {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.bytes = self.bytes.max(desired);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        _desired: usize,
+        _max: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(true)
+    }
 }
 
 impl WasiView for HostState {
@@ -68,10 +99,23 @@ impl GateHost {
 
     /// Instantiates the gate with a WASI context of the caller's (e.g. a test clock).
     pub fn with_wasi(engine: &Engine, component: &Component, wasi: WasiCtx) -> anyhow::Result<Self> {
+        Self::from_pre(&Self::pre(engine, component)?, wasi)
+    }
+
+    /// Links the component once, for hosts that instantiate it often (one instance per
+    /// request): [`GateHost::from_pre`] then only creates a store and an instance.
+    pub fn pre(engine: &Engine, component: &Component) -> anyhow::Result<GateMemoryPre<HostState>> {
         let mut linker = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        let mut store = Store::new(engine, HostState { wasi, table: ResourceTable::new() });
-        let gate = GateMemory::instantiate(&mut store, component, &linker)?;
+        Ok(GateMemoryPre::new(linker.instantiate_pre(component)?)?)
+    }
+
+    /// A new instance from a linked component, on the engine it was linked with.
+    pub fn from_pre(pre: &GateMemoryPre<HostState>, wasi: WasiCtx) -> anyhow::Result<Self> {
+        let state = HostState { wasi, table: ResourceTable::new(), memory: MemoryWatch::default() };
+        let mut store = Store::new(pre.engine(), state);
+        store.limiter(|s| &mut s.memory);
+        let gate = pre.instantiate(&mut store)?;
         Ok(Self { store, gate })
     }
 
@@ -80,6 +124,12 @@ impl GateHost {
         let engine = Engine::default();
         let component = Self::compile(&engine, GATE_WASM)?;
         Self::new(&engine, &component)
+    }
+
+    /// The size of the instance's linear memory in bytes: where the memory store keeps every
+    /// session, stream and buffered event.
+    pub fn linear_memory_bytes(&self) -> usize {
+        self.store.data().memory.bytes
     }
 
     /// The exported functions and the store to call them with, e.g.

@@ -34,6 +34,10 @@ struct ServeArgs {
     /// Where the `append` tool writes its lines.
     #[arg(long, env = "RESUME_GATE_JOURNAL", default_value = "journal.txt")]
     journal: std::path::PathBuf,
+    /// Serve without the gate (events without ids, nothing buffered, no resumption): only for
+    /// measuring what the gate costs; clients that reconnect lose what they missed.
+    #[arg(long)]
+    no_gate: bool,
 }
 
 fn main() -> Result<()> {
@@ -52,8 +56,12 @@ fn serve(args: ServeArgs) -> Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
-    let gate = GateHost::load_default()?;
-    let app = host_example::serve::App::new(gate, args.journal)?;
+    let app = if args.no_gate {
+        tracing::warn!("serving without the gate: no event ids, no resumption (--no-gate)");
+        host_example::serve::App::without_gate(args.journal)?
+    } else {
+        host_example::serve::App::new(GateHost::load_default()?, args.journal)?
+    };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(host_example::serve::serve(app, std::net::SocketAddr::new(args.bind, args.port)))
 }

@@ -46,7 +46,7 @@ struct Live {
 
 /// What the lock guards.
 struct Core {
-    gate: GateHost,
+    gate: Box<dyn GateApi + Send>,
     live: HashMap<StreamKey, Live>,
 }
 
@@ -59,6 +59,16 @@ pub struct App {
 
 impl App {
     pub fn new(gate: GateHost, journal: PathBuf) -> anyhow::Result<Arc<Self>> {
+        Self::with_gate(Box::new(gate), journal)
+    }
+
+    /// The same server without the gate ([`crate::bypass::NoGate`]): events without ids,
+    /// nothing buffered. For measuring what the gate costs.
+    pub fn without_gate(journal: PathBuf) -> anyhow::Result<Arc<Self>> {
+        Self::with_gate(Box::<crate::bypass::NoGate>::default(), journal)
+    }
+
+    fn with_gate(gate: Box<dyn GateApi + Send>, journal: PathBuf) -> anyhow::Result<Arc<Self>> {
         Ok(Arc::new(Self {
             core: Mutex::new(Core { gate, live: HashMap::new() }),
             server: Server::new(ServerConfig {
@@ -266,7 +276,7 @@ async fn handle(State(app): State<Arc<App>>, method: Method, headers: HeaderMap,
     // Decide, and attach the connection, in one critical section.
     let (reply, body) = {
         let mut core = app.core();
-        let reply = app.server.handle(&mut core.gate, &req, mint_session_id);
+        let reply = app.server.handle(&mut *core.gate, &req, mint_session_id);
         let body = match &reply {
             Reply::Stream(s) => Some(attach(&app, &mut core, s)),
             _ => None,

@@ -151,7 +151,7 @@ impl Server {
     /// Answers one request. `mint_session_id` is called only for `initialize`.
     pub fn handle(
         &self,
-        gate: &mut impl GateApi,
+        gate: &mut (impl GateApi + ?Sized),
         req: &HttpRequest,
         mint_session_id: impl FnOnce() -> String,
     ) -> Reply {
@@ -210,7 +210,7 @@ impl Server {
     }
 
     /// The session a non-initialize request belongs to: `400` without one, `404` if unknown.
-    fn session(&self, gate: &mut impl GateApi, req: &HttpRequest) -> Result<String, Plain> {
+    fn session(&self, gate: &mut (impl GateApi + ?Sized), req: &HttpRequest) -> Result<String, Plain> {
         let Some(raw) = req.header(SESSION_HEADER) else {
             return Err(rpc_plain(
                 400,
@@ -237,7 +237,7 @@ impl Server {
 
     fn post(
         &self,
-        gate: &mut impl GateApi,
+        gate: &mut (impl GateApi + ?Sized),
         req: &HttpRequest,
         version: &str,
         mint: impl FnOnce() -> String,
@@ -357,7 +357,7 @@ impl Server {
 
     fn initialize(
         &self,
-        gate: &mut impl GateApi,
+        gate: &mut (impl GateApi + ?Sized),
         req: &HttpRequest,
         id: &RequestId,
         params: &Value,
@@ -389,7 +389,7 @@ impl Server {
         })
     }
 
-    fn get(&self, gate: &mut impl GateApi, req: &HttpRequest, version: &str) -> Reply {
+    fn get(&self, gate: &mut (impl GateApi + ?Sized), req: &HttpRequest, version: &str) -> Reply {
         if !Self::accepts(req, "text/event-stream") {
             return rpc_error(
                 406,
@@ -452,7 +452,7 @@ impl Server {
         }
     }
 
-    fn delete(&self, gate: &mut impl GateApi, req: &HttpRequest) -> Reply {
+    fn delete(&self, gate: &mut (impl GateApi + ?Sized), req: &HttpRequest) -> Reply {
         let session = match self.session(gate, req) {
             Ok(s) => s,
             Err(refused) => return Reply::Plain(refused),

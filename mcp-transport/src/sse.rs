@@ -3,12 +3,19 @@
 
 use resume_gate::Event;
 
-/// One SSE event: `id`, optional `retry`, the data lines, a blank line.
+/// One SSE event: `id`, optional `retry`, the data lines, a blank line. An event without an id
+/// (a server running without the gate) gets no `id` line, and one without data either is
+/// nothing at all.
 pub fn frame(event: &Event) -> String {
     let mut out = String::with_capacity(event.data.len() + event.id.len() + 32);
-    out.push_str("id: ");
-    out.push_str(&event.id);
-    out.push('\n');
+    if event.id.is_empty() && event.data.is_empty() {
+        return out;
+    }
+    if !event.id.is_empty() {
+        out.push_str("id: ");
+        out.push_str(&event.id);
+        out.push('\n');
+    }
     if let Some(retry) = event.retry_ms {
         out.push_str(&format!("retry: {retry}\n"));
     }
@@ -45,5 +52,12 @@ mod tests {
     #[test]
     fn every_payload_line_gets_its_own_data_field() {
         assert_eq!(frame(&event("{\"a\":\n1}", None)), "id: rg1.x\ndata: {\"a\":\ndata: 1}\n\n");
+    }
+
+    #[test]
+    fn without_the_gate_events_have_no_id_line_and_priming_is_nothing() {
+        let plain = |data: &str| Event { id: String::new(), ..event(data, None) };
+        assert_eq!(frame(&plain("{}")), "data: {}\n\n");
+        assert_eq!(frame(&plain("")), "");
     }
 }

@@ -129,7 +129,12 @@ pub fn compiled_gate() -> (Engine, Component) {
     static COMPILED: std::sync::OnceLock<(Engine, Component)> = std::sync::OnceLock::new();
     COMPILED
         .get_or_init(|| {
-            let engine = Engine::default();
+            // `RESUME_GATE_PERFMAP=1` names the component's compiled code for `perf`.
+            let mut config = wasmtime::Config::new();
+            if std::env::var_os("RESUME_GATE_PERFMAP").is_some() {
+                config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+            }
+            let engine = Engine::new(&config).expect("an engine");
             let component =
                 GateHost::compile(&engine, host_example::GATE_WASM).expect("compile the gate component");
             (engine, component)

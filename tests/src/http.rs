@@ -55,7 +55,10 @@ impl TestServer {
     fn start_with(journal: PathBuf, dir: Option<tempfile::TempDir>) -> Self {
         let (engine, component) = compiled_gate();
         let gate = GateHost::new(&engine, &component).expect("instantiate the gate");
-        let app = App::new(gate, journal.clone()).expect("open the journal");
+        Self::serve_app(App::new(gate, journal.clone()).expect("open the journal"), journal, dir)
+    }
+
+    fn serve_app(app: std::sync::Arc<App>, journal: PathBuf, dir: Option<tempfile::TempDir>) -> Self {
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
         runtime.spawn(host_example::serve::serve_on(app, listener));
@@ -66,6 +69,13 @@ impl TestServer {
     pub fn host_example() -> Self {
         let dir = tempfile::tempdir().unwrap();
         Self::start_with(dir.path().join("journal.txt"), Some(dir))
+    }
+
+    /// host-example with the gate bypassed (`--no-gate`): for measuring the gate's share.
+    pub fn host_example_without_gate() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.txt");
+        Self::serve_app(App::without_gate(journal.clone()).expect("open the journal"), journal, Some(dir))
     }
 
     /// The Spin app (front + gate-kv composed, an instance per request) over a fresh store.

@@ -1,0 +1,73 @@
+//! No gate at all: the server a gate-less MCP host would be, so a benchmark can show the gate's
+//! share of a request (`--no-gate`). Sessions are still tracked, so unknown ones still get
+//! `404`; streams get numbers; events get no id and nothing is buffered, so every reconnect
+//! starts fresh. Not for serving clients: one whose connection drops loses what it missed.
+
+use std::collections::HashSet;
+
+use mcp_transport::gate::GateApi;
+use resume_gate::{Decision, Event, FreshStart, GateError, Opened, Origin, Polled, RequestId, StaleReason};
+
+#[derive(Default)]
+pub struct NoGate {
+    sessions: HashSet<String>,
+    last_stream: u64,
+}
+
+fn plain(stream: u64, data: &str, terminal: bool) -> Event {
+    Event { id: String::new(), stream, seq: 0, data: data.to_owned(), retry_ms: None, terminal }
+}
+
+impl NoGate {
+    fn known(&self, session: &str) -> Result<(), GateError> {
+        self.sessions.contains(session).then_some(()).ok_or(GateError::UnknownSession)
+    }
+}
+
+impl GateApi for NoGate {
+    fn open_session(&mut self, session: &str) -> Result<u64, GateError> {
+        self.sessions.insert(session.to_owned());
+        Ok(0)
+    }
+    fn has_session(&mut self, session: &str) -> bool {
+        self.sessions.contains(session)
+    }
+    fn end_session(&mut self, session: &str) -> Result<(), GateError> {
+        self.sessions.remove(session).then_some(()).ok_or(GateError::UnknownSession)
+    }
+    fn open_stream(&mut self, session: &str, _origin: &Origin) -> Result<Opened, GateError> {
+        self.known(session)?;
+        self.last_stream += 1;
+        Ok(Opened { stream: self.last_stream, attachment: 1, priming: plain(self.last_stream, "", false) })
+    }
+    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+        self.known(session)?;
+        Ok(plain(stream, data, false))
+    }
+    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+        self.known(session)?;
+        Ok(plain(stream, data, true))
+    }
+    fn detach(&mut self, _session: &str, _stream: u64, _attachment: u32) -> Result<(), GateError> {
+        Ok(())
+    }
+    fn abort(&mut self, _session: &str, _stream: u64) -> Result<(), GateError> {
+        Ok(())
+    }
+    fn abort_request(&mut self, _session: &str, _id: &RequestId) -> Result<bool, GateError> {
+        Ok(false)
+    }
+    fn poll(
+        &mut self,
+        _session: &str,
+        _stream: u64,
+        _attachment: u32,
+        _after: u64,
+    ) -> Result<Polled, GateError> {
+        Ok(Polled { events: Vec::new(), done: true })
+    }
+    fn reconnect(&mut self, session: &str, _cursor: &[u8], origin: &Origin) -> Result<Decision, GateError> {
+        let opened = self.open_stream(session, origin)?;
+        Ok(Decision::Fresh(FreshStart { reason: StaleReason::Unknown, opened, stranded: None }))
+    }
+}
