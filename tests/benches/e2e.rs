@@ -88,11 +88,7 @@ fn main() -> Result<()> {
     let report = Value::Array(rows);
     println!("{report:#}");
     if full {
-        let dir = std::env::var_os("BENCH_OUT_DIR")
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench"));
-        std::fs::create_dir_all(&dir)?;
-        std::fs::write(dir.join("e2e.json"), report.to_string())?;
+        resume_gate_tests::write_bench_result("e2e.json", &report)?;
     }
     Ok(())
 }

@@ -16,6 +16,17 @@ pub mod held;
 pub mod http;
 pub mod ops;
 
+/// Writes a bench binary's result as `name` into `$BENCH_OUT_DIR` (default `target/bench`),
+/// where `benches/run` hands it to the report.
+pub fn write_bench_result(name: &str, result: &serde_json::Value) -> anyhow::Result<()> {
+    let dir = std::env::var_os("BENCH_OUT_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench"));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(name), result.to_string())?;
+    Ok(())
+}
+
 /// Runs each named scenario, a `fn(fn() -> TestServer)`, once against host-example and once
 /// against the Spin app: `mod <scenario> { fn host_example(); fn edge(); }`.
 #[macro_export]

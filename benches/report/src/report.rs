@@ -57,22 +57,16 @@ pub fn markdown(i: &Inputs) -> String {
     section(&mut out, "2. `on-reconnect` resuming k = 10 events of 128 B", &sides, r, &resume_rows);
     let _ = writeln!(out, "![reconnect time versus events buffered]({})\n", i.chart);
 
-    let stale_rows: Vec<(String, Workload)> =
-        r.0.keys()
-            .filter_map(|w| match w {
-                Workload::Stale(reason) => Some((format!("`{reason}`"), w.clone())),
-                _ => None,
-            })
-            .collect();
+    let stale_rows = rows_of(r, |w| match w {
+        Workload::Stale(reason) => Some(format!("`{reason}`")),
+        _ => None,
+    });
     section(&mut out, "3. `on-reconnect` with a stale cursor: the cost of saying no", &sides, r, &stale_rows);
 
-    let inst_rows: Vec<(String, Workload)> =
-        r.0.keys()
-            .filter_map(|w| match w {
-                Workload::Instantiate(a) => Some((format!("`InstancePre`, {a} allocator"), w.clone())),
-                _ => None,
-            })
-            .collect();
+    let inst_rows = rows_of(r, |w| match w {
+        Workload::Instantiate(a) => Some(format!("`InstancePre`, {a} allocator")),
+        _ => None,
+    });
     section(&mut out, "4. Per-request instance, ready after its first call", &sides, r, &inst_rows);
     let _ = writeln!(out, "Component size (world `gate-memory`, release): {} bytes.\n", i.component_bytes);
 
@@ -88,6 +82,11 @@ pub fn markdown(i: &Inputs) -> String {
     out.push_str(i.analysis.trim_end());
     out.push('\n');
     out
+}
+
+/// The measured workloads `label` names, with their row labels, in workload order.
+fn rows_of(r: &Results, label: impl Fn(&Workload) -> Option<String>) -> Vec<(String, Workload)> {
+    r.0.keys().filter_map(|w| Some((label(w)?, w.clone()))).collect()
 }
 
 fn section(out: &mut String, title: &str, sides: &[String], r: &Results, rows: &[(String, Workload)]) {
