@@ -18,6 +18,13 @@ wasmtime::component::bindgen!({
 pub use exports::mcp::resume_gate::gate::Guest as GateExports;
 pub use exports::mcp::resume_gate::types;
 
+/// This world's WIT types ↔ the core's types.
+pub mod convert {
+    use super::types as wit;
+
+    resume_gate::wit_conversions!();
+}
+
 pub struct GateKvState {
     wasi: WasiCtx,
     table: ResourceTable,
@@ -51,7 +58,12 @@ pub struct GateKvInstance {
 
 impl GateKvInstance {
     pub fn new(pre: &GateKvPre<GateKvState>, kv: MemoryKv) -> anyhow::Result<Self> {
-        let state = GateKvState { wasi: WasiCtx::builder().build(), table: ResourceTable::new(), kv };
+        Self::with_wasi(pre, kv, WasiCtx::builder().build())
+    }
+
+    /// One instance whose WASI context (its clock, say) the caller built.
+    pub fn with_wasi(pre: &GateKvPre<GateKvState>, kv: MemoryKv, wasi: WasiCtx) -> anyhow::Result<Self> {
+        let state = GateKvState { wasi, table: ResourceTable::new(), kv };
         let mut store = Store::new(pre.engine(), state);
         let gate = pre.instantiate(&mut store)?;
         Ok(Self { store, gate })

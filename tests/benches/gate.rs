@@ -1,6 +1,7 @@
 //! The gate's hot path, side by side in one run: the native core (the limit), the component in
-//! wasmtime over its memory store, and the native core over the key-value store; then what a
-//! per-request host pays to get an instance. Workloads 1–4 of BENCHMARKS.md.
+//! wasmtime over its memory store, the native core over the key-value store, and the gate-kv
+//! component over wasmtime's draft2 key-value host; then what a per-request host pays to get an
+//! instance of either component. Workloads 1–4 of BENCHMARKS.md.
 //!
 //! `benches/run` measures everything and writes BENCHMARKS.md; `cargo test --bench gate` runs
 //! every benchmark once (criterion's test mode) so they keep compiling and measuring the right
@@ -9,10 +10,11 @@
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use edge_host::gate_kv::{self, GateKvInstance};
 use host_example::GateHost;
 use resume_gate::kv::MemoryKv;
 use resume_gate::{Config, Decision, Origin, RequestId, StaleReason};
-use resume_gate_tests::drivers::{Driver, Native, Wasm};
+use resume_gate_tests::drivers::{Driver, Native, Wasm, WasmKv};
 use wasmtime::component::Component;
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 use wasmtime_wasi::WasiCtxBuilder;
@@ -20,7 +22,12 @@ use wasmtime_wasi::WasiCtxBuilder;
 const SESSION: &str = "bench-session";
 const PAYLOADS: [usize; 2] = [128, 4096];
 
-const SIDES: [&str; 3] = ["native", "component", "native+kv"];
+const SIDES: [&str; 4] = ["native", "component", "native+kv", "component+kv"];
+
+/// Whether `side` keeps its state in the key-value store.
+fn over_kv(side: &str) -> bool {
+    side.ends_with("+kv")
+}
 
 /// A fresh gate of `side`, configured with `config`. Benchmarks build theirs on first use, so
 /// a filtered run (`cargo bench --bench gate -- NAME`, e.g. under a profiler) sets up only
@@ -33,7 +40,13 @@ fn new_gate(side: &str, config: &Config) -> Box<dyn Driver> {
             wasm.configure(config).unwrap().expect("configure the component");
             Box::new(wasm)
         }
-        _ => Box::new(Native::over_kv(config.clone(), MemoryKv::new(), 7)),
+        "native+kv" => Box::new(Native::over_kv(config.clone(), MemoryKv::new(), 7)),
+        "component+kv" => {
+            let mut wasm = WasmKv::new(MemoryKv::new()).expect("instantiate gate-kv");
+            wasm.configure(config).unwrap().expect("configure gate-kv");
+            Box::new(wasm)
+        }
+        other => unreachable!("no side {other}"),
     }
 }
 
@@ -124,7 +137,7 @@ fn measuring() -> bool {
     std::env::args().any(|a| a == "--bench")
 }
 
-/// Workload 2: a resume replaying k = 10 events, as the buffer grows. The key-value side stops
+/// Workload 2: a resume replaying k = 10 events, as the buffer grows. The key-value sides stop
 /// at 10⁴: its stream record lists the whole buffer, so filling 10⁶ costs O(n²). The smoke run
 /// stops there too: filling 10⁶ events unoptimized takes minutes.
 fn resume(c: &mut Criterion) {
@@ -134,7 +147,7 @@ fn resume(c: &mut Criterion) {
     let sizes: &[usize] = if measuring() { &[100, 10_000, 1_000_000] } else { &[100, 10_000] };
     for &buffered in sizes {
         for side in SIDES {
-            if side == "native+kv" && buffered > 10_000 {
+            if over_kv(side) && buffered > 10_000 {
                 continue;
             }
             let mut scene = None;
@@ -298,8 +311,9 @@ fn pooling_engine() -> Engine {
     Engine::new(&config).expect("a pooling engine")
 }
 
-/// Workload 4: a per-request instance, from a pre-linked component (`InstancePre`), ready when
-/// it has answered its first call.
+/// Workload 4: a per-request instance of either world, from a pre-linked component
+/// (`InstancePre`), ready when it has answered its first call (gate-kv's first call reads the
+/// store).
 fn instantiate(c: &mut Criterion) {
     let mut group = c.benchmark_group("instantiate");
     for (allocator, engine) in [("on-demand", Engine::default()), ("pooling", pooling_engine())] {
@@ -309,6 +323,15 @@ fn instantiate(c: &mut Criterion) {
             b.iter(|| {
                 let mut host = GateHost::from_pre(&pre, WasiCtxBuilder::new().build()).unwrap();
                 let (gate, store) = host.gate();
+                assert!(!gate.call_has_session(store, SESSION).unwrap());
+            })
+        });
+        let pre_kv = gate_kv::prepare(&engine).expect("link gate-kv");
+        let kv = MemoryKv::new();
+        group.bench_function(BenchmarkId::new("component+kv", allocator), |b| {
+            b.iter(|| {
+                let mut instance = GateKvInstance::new(&pre_kv, kv.clone()).unwrap();
+                let (gate, store) = instance.gate();
                 assert!(!gate.call_has_session(store, SESSION).unwrap());
             })
         });

@@ -1,4 +1,6 @@
-//! One trait, two sides: the native core and the real component in wasmtime.
+//! One trait, every side: the native core (over the memory or the key-value store) and the real
+//! components in wasmtime (world `gate-memory`, and world `gate-kv` over the draft2 key-value
+//! host).
 //!
 //! The component side reads time from a wall clock the test controls, through WASI, exactly as
 //! it would read the host's clock; randomness is the host's real one (epochs are compared
@@ -9,10 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Result;
+use edge_host::gate_kv::{self, GateKvInstance, GateKvPre, GateKvState};
 use host_example::GateHost;
-use host_example::convert::{
-    from_wit_decision, from_wit_error, from_wit_event, from_wit_opened, to_wit_config, to_wit_origin,
-};
 use resume_gate::kv::{KvStore, MemoryKv};
 use resume_gate::{
     Config, Decision, Event, Gate, GateError, MemoryStore, Opened, Origin, SessionInfo, Store,
@@ -124,17 +124,27 @@ impl HostWallClock for TestClock {
     }
 }
 
+/// The engine the component sides share. `RESUME_GATE_PERFMAP=1` names the components'
+/// compiled code for `perf`.
+pub fn engine() -> Engine {
+    static ENGINE: std::sync::OnceLock<Engine> = std::sync::OnceLock::new();
+    ENGINE
+        .get_or_init(|| {
+            let mut config = wasmtime::Config::new();
+            if std::env::var_os("RESUME_GATE_PERFMAP").is_some() {
+                config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+            }
+            Engine::new(&config).expect("an engine")
+        })
+        .clone()
+}
+
 /// The component built by host-example's build script, compiled once per test process.
 pub fn compiled_gate() -> (Engine, Component) {
     static COMPILED: std::sync::OnceLock<(Engine, Component)> = std::sync::OnceLock::new();
     COMPILED
         .get_or_init(|| {
-            // `RESUME_GATE_PERFMAP=1` names the component's compiled code for `perf`.
-            let mut config = wasmtime::Config::new();
-            if std::env::var_os("RESUME_GATE_PERFMAP").is_some() {
-                config.profiler(wasmtime::ProfilingStrategy::PerfMap);
-            }
-            let engine = Engine::new(&config).expect("an engine");
+            let engine = engine();
             let component =
                 GateHost::compile(&engine, host_example::GATE_WASM).expect("compile the gate component");
             (engine, component)
@@ -157,56 +167,119 @@ impl Wasm {
     }
 }
 
-impl Driver for Wasm {
-    fn set_now(&mut self, ms: u64) {
-        self.clock.set(ms);
-    }
-    fn configure(&mut self, config: &Config) -> Result<Result<(), GateError>> {
-        let (gate, store) = self.host.gate();
-        Ok(gate.call_configure(store, &to_wit_config(config))?.map_err(from_wit_error))
-    }
-    fn open_session(&mut self, session: &str) -> Result<Result<SessionInfo, GateError>> {
-        let (gate, store) = self.host.gate();
-        Ok(gate
-            .call_open_session(store, session)?
-            .map(|i| SessionInfo { epoch: i.epoch })
-            .map_err(from_wit_error))
-    }
-    fn end_session(&mut self, session: &str) -> Result<Result<(), GateError>> {
-        let (gate, store) = self.host.gate();
-        Ok(gate.call_end_session(store, session)?.map_err(from_wit_error))
-    }
-    fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Result<Opened, GateError>> {
-        let (gate, store) = self.host.gate();
-        Ok(gate
-            .call_open_stream(store, session, &to_wit_origin(origin))?
-            .map(from_wit_opened)
-            .map_err(from_wit_error))
-    }
-    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Result<Event, GateError>> {
-        let (gate, store) = self.host.gate();
-        Ok(gate.call_on_emit(store, session, stream, data)?.map(from_wit_event).map_err(from_wit_error))
-    }
-    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Result<Event, GateError>> {
-        let (gate, store) = self.host.gate();
-        Ok(gate.call_on_terminal(store, session, stream, data)?.map(from_wit_event).map_err(from_wit_error))
-    }
-    fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<Result<(), GateError>> {
-        let (gate, store) = self.host.gate();
-        Ok(gate.call_on_detach(store, session, stream, attachment)?.map_err(from_wit_error))
-    }
-    fn abort(&mut self, session: &str, stream: u64) -> Result<Result<(), GateError>> {
-        let (gate, store) = self.host.gate();
-        Ok(gate.call_abort_stream(store, session, stream)?.map_err(from_wit_error))
-    }
-    fn reconnect(
-        &mut self,
-        session: &str,
-        cursor: &[u8],
-        origin: &Origin,
-    ) -> Result<Result<Decision, GateError>> {
-        let (gate, store) = self.host.gate();
-        let d = gate.call_on_reconnect(store, session, cursor, &to_wit_origin(origin))?;
-        Ok(d.map(from_wit_decision).map_err(from_wit_error))
+/// The gate-kv component in wasmtime over the draft2 key-value host, one instance, its clock
+/// under the test's control; `kv` is shared with whoever else holds a clone.
+pub struct WasmKv {
+    pub instance: GateKvInstance,
+    clock: TestClock,
+}
+
+impl WasmKv {
+    pub fn new(kv: MemoryKv) -> Result<Self> {
+        static PREPARED: std::sync::OnceLock<GateKvPre<GateKvState>> = std::sync::OnceLock::new();
+        let pre = PREPARED.get_or_init(|| gate_kv::prepare(&engine()).expect("link gate-kv"));
+        let clock = TestClock::default();
+        let wasi = WasiCtxBuilder::new().wall_clock(clock.clone()).build();
+        Ok(Self { instance: GateKvInstance::with_wasi(pre, kv, wasi)?, clock })
     }
 }
+
+/// [`Driver`] for a component side: `$ty` has a `clock` and `exports()`, `$convert` holds the
+/// WIT conversions of its bindings.
+macro_rules! component_driver {
+    ($ty:ty, $convert:path) => {
+        impl Driver for $ty {
+            fn set_now(&mut self, ms: u64) {
+                self.clock.set(ms);
+            }
+            fn configure(&mut self, config: &Config) -> Result<Result<(), GateError>> {
+                use $convert::*;
+                let (gate, store) = self.exports();
+                Ok(gate.call_configure(store, &to_wit_config(config))?.map_err(from_wit_error))
+            }
+            fn open_session(&mut self, session: &str) -> Result<Result<SessionInfo, GateError>> {
+                use $convert::*;
+                let (gate, store) = self.exports();
+                Ok(gate
+                    .call_open_session(store, session)?
+                    .map(|i| SessionInfo { epoch: i.epoch })
+                    .map_err(from_wit_error))
+            }
+            fn end_session(&mut self, session: &str) -> Result<Result<(), GateError>> {
+                use $convert::*;
+                let (gate, store) = self.exports();
+                Ok(gate.call_end_session(store, session)?.map_err(from_wit_error))
+            }
+            fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Result<Opened, GateError>> {
+                use $convert::*;
+                let (gate, store) = self.exports();
+                Ok(gate
+                    .call_open_stream(store, session, &to_wit_origin(origin))?
+                    .map(from_wit_opened)
+                    .map_err(from_wit_error))
+            }
+            fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Result<Event, GateError>> {
+                use $convert::*;
+                let (gate, store) = self.exports();
+                Ok(gate
+                    .call_on_emit(store, session, stream, data)?
+                    .map(from_wit_event)
+                    .map_err(from_wit_error))
+            }
+            fn terminal(
+                &mut self,
+                session: &str,
+                stream: u64,
+                data: &str,
+            ) -> Result<Result<Event, GateError>> {
+                use $convert::*;
+                let (gate, store) = self.exports();
+                Ok(gate
+                    .call_on_terminal(store, session, stream, data)?
+                    .map(from_wit_event)
+                    .map_err(from_wit_error))
+            }
+            fn detach(
+                &mut self,
+                session: &str,
+                stream: u64,
+                attachment: u32,
+            ) -> Result<Result<(), GateError>> {
+                use $convert::*;
+                let (gate, store) = self.exports();
+                Ok(gate.call_on_detach(store, session, stream, attachment)?.map_err(from_wit_error))
+            }
+            fn abort(&mut self, session: &str, stream: u64) -> Result<Result<(), GateError>> {
+                use $convert::*;
+                let (gate, store) = self.exports();
+                Ok(gate.call_abort_stream(store, session, stream)?.map_err(from_wit_error))
+            }
+            fn reconnect(
+                &mut self,
+                session: &str,
+                cursor: &[u8],
+                origin: &Origin,
+            ) -> Result<Result<Decision, GateError>> {
+                use $convert::*;
+                let (gate, store) = self.exports();
+                let d = gate.call_on_reconnect(store, session, cursor, &to_wit_origin(origin))?;
+                Ok(d.map(from_wit_decision).map_err(from_wit_error))
+            }
+        }
+    };
+}
+
+impl Wasm {
+    fn exports(&mut self) -> (&host_example::GateExports, &mut wasmtime::Store<host_example::HostState>) {
+        self.host.gate()
+    }
+}
+
+impl WasmKv {
+    fn exports(&mut self) -> (&gate_kv::GateExports, &mut wasmtime::Store<GateKvState>) {
+        self.instance.gate()
+    }
+}
+
+component_driver!(Wasm, host_example::convert);
+component_driver!(WasmKv, edge_host::gate_kv::convert);

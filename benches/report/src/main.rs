@@ -3,7 +3,7 @@
 //! one run, side by side, never hand-copied.
 //!
 //! `bench-report --criterion target/criterion [--harness node.json]... [--memory memory.json] [--e2e e2e.json]
-//!  --wasm gate.wasm
+//!  --wasm gate.wasm [--wasm-kv gate-kv.wasm]
 //!  --about about.txt --analysis benches/analysis.md --chart benches/reconnect.svg
 //!  --out BENCHMARKS.md`
 
@@ -19,7 +19,7 @@ fn main() -> Result<()> {
     let mut criterion = None;
     let mut harness = Vec::new();
     let (mut wasm, mut about, mut analysis, mut chart, mut out) = (None, None, None, None, None);
-    let (mut memory, mut e2e) = (None, None);
+    let (mut memory, mut e2e, mut wasm_kv) = (None, None, None);
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args.next().with_context(|| format!("{flag} needs a value"))?;
@@ -30,6 +30,7 @@ fn main() -> Result<()> {
                 continue;
             }
             "--wasm" => &mut wasm,
+            "--wasm-kv" => &mut wasm_kv,
             "--memory" => &mut memory,
             "--e2e" => &mut e2e,
             "--about" => &mut about,
@@ -62,7 +63,8 @@ fn main() -> Result<()> {
     let text = report::markdown(&report::Inputs {
         results: &results,
         about: &read(&about)?,
-        component_bytes: std::fs::metadata(&wasm).with_context(|| wasm.display().to_string())?.len(),
+        component_bytes: file_len(&wasm)?,
+        component_kv_bytes: wasm_kv.as_deref().map(file_len).transpose()?,
         chart: &relative(&chart, &out),
         analysis: &read(&analysis)?,
         memory: memory.as_ref().map(|p| results::Memory::read(p)).transpose()?,
@@ -77,4 +79,8 @@ fn main() -> Result<()> {
 fn relative(chart: &Path, out: &Path) -> String {
     let base = out.parent().unwrap_or(Path::new(""));
     chart.strip_prefix(base).unwrap_or(chart).display().to_string()
+}
+
+fn file_len(path: &Path) -> Result<u64> {
+    Ok(std::fs::metadata(path).with_context(|| path.display().to_string())?.len())
 }

@@ -10,6 +10,8 @@ pub struct Inputs<'a> {
     pub results: &'a Results,
     pub about: &'a str,
     pub component_bytes: u64,
+    /// World `gate-kv`, when the run names it.
+    pub component_kv_bytes: Option<u64>,
     pub chart: &'a str,
     pub analysis: &'a str,
     pub memory: Option<Memory>,
@@ -68,7 +70,11 @@ pub fn markdown(i: &Inputs) -> String {
         _ => None,
     });
     section(&mut out, "4. Per-request instance, ready after its first call", &sides, r, &inst_rows);
-    let _ = writeln!(out, "Component size (world `gate-memory`, release): {} bytes.\n", i.component_bytes);
+    let _ = write!(out, "Component size (release): world `gate-memory` {} bytes", i.component_bytes);
+    if let Some(kv) = i.component_kv_bytes {
+        let _ = write!(out, ", world `gate-kv` {kv} bytes");
+    }
+    out.push_str(".\n\n");
 
     out.push_str(&e2e_section(&i.e2e));
     match &i.memory {
@@ -312,6 +318,7 @@ pub fn display(side: &str) -> &str {
         "native" => "native core",
         "component" => "component (wasmtime)",
         "native+kv" => "native core + kv store",
+        "component+kv" => "gate-kv component + kv host (wasmtime)",
         other => other,
     }
 }
@@ -363,6 +370,7 @@ mod tests {
             results: r,
             about: "",
             component_bytes: bytes,
+            component_kv_bytes: None,
             chart: "c.svg",
             analysis: "",
             memory: None,

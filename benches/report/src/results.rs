@@ -107,7 +107,8 @@ impl Results {
 
 /// The limit first, then the component, then everything else.
 fn side_rank(side: &str) -> usize {
-    ["native", "component", "native+kv"].iter().position(|s| *s == side).unwrap_or(3)
+    const RUST_SIDES: [&str; 4] = ["native", "component", "native+kv", "component+kv"];
+    RUST_SIDES.iter().position(|s| *s == side).unwrap_or(RUST_SIDES.len())
 }
 
 fn criterion_workload(group: &str, function: &str, value: &str) -> Option<(Workload, String)> {
