@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
-use edge_host::serve::EdgeHost;
+use edge_host::serve::{EdgeHost, Tcp};
 
 #[derive(Parser)]
 #[command(version, about)]
@@ -17,6 +17,10 @@ struct Cli {
     port: u16,
     #[arg(long, env = "RESUME_GATE_BIND", default_value = "127.0.0.1")]
     bind: std::net::IpAddr,
+    /// Leave Nagle's algorithm on (no `TCP_NODELAY`), as Spin may: only for measuring the
+    /// front's own write coalescing.
+    #[arg(long)]
+    nagle: bool,
 }
 
 #[derive(Subcommand)]
@@ -51,7 +55,8 @@ fn main() -> Result<()> {
         Some(Command::Serve) | None => {
             let host = EdgeHost::built()?;
             let addr = std::net::SocketAddr::new(cli.bind, cli.port);
-            tokio::runtime::Runtime::new()?.block_on(host.serve(addr))
+            let tcp = if cli.nagle { Tcp::Nagle } else { Tcp::NoDelay };
+            tokio::runtime::Runtime::new()?.block_on(host.serve(addr, tcp))
         }
     }
 }

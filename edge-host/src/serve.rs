@@ -119,10 +119,20 @@ impl EdgeHost {
     }
 
     /// Serves `/` (the app routes `/mcp`) on a listener the caller bound (tests bind port 0).
-    pub async fn serve_on(self: Arc<Self>, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
-        tracing::info!("Spin app (front + gate-kv) on http://{}/mcp", listener.local_addr()?);
+    /// With [`Tcp::NoDelay`] every accepted socket gets `TCP_NODELAY`; with [`Tcp::Nagle`] it
+    /// does not, as on a host that owns the socket and leaves Nagle's algorithm on (what Spin's
+    /// front must then cope with by coalescing its own writes).
+    pub async fn serve_on(
+        self: Arc<Self>,
+        listener: tokio::net::TcpListener,
+        tcp: Tcp,
+    ) -> anyhow::Result<()> {
+        tracing::info!("Spin app (front + gate-kv) on http://{}/mcp ({tcp:?})", listener.local_addr()?);
         loop {
             let (client, _) = listener.accept().await?;
+            if let Err(e) = client.set_nodelay(tcp == Tcp::NoDelay) {
+                tracing::warn!("setting TCP_NODELAY failed: {e}");
+            }
             let host = Arc::clone(&self);
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req| {
@@ -148,9 +158,20 @@ impl EdgeHost {
         }
     }
 
-    pub async fn serve(self: Arc<Self>, addr: SocketAddr) -> anyhow::Result<()> {
-        self.serve_on(tokio::net::TcpListener::bind(addr).await?).await
+    pub async fn serve(self: Arc<Self>, addr: SocketAddr, tcp: Tcp) -> anyhow::Result<()> {
+        self.serve_on(tokio::net::TcpListener::bind(addr).await?, tcp).await
     }
+}
+
+/// How accepted sockets are set up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Tcp {
+    /// `TCP_NODELAY`: every write leaves at once (the default).
+    #[default]
+    NoDelay,
+    /// Nagle's algorithm left on, as a host that owns the socket may leave it: only for
+    /// measuring the front's own write coalescing.
+    Nagle,
 }
 
 fn internal_error() -> hyper::Response<HyperOutgoingBody> {

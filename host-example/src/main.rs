@@ -3,6 +3,7 @@
 
 use anyhow::{Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
+use host_example::serve::Tcp;
 use host_example::types::{Decision, Event, GateError, Origin, RequestId, StaleReason};
 use host_example::{GateExports, GateHost, HostState};
 
@@ -38,6 +39,10 @@ struct ServeArgs {
     /// measuring what the gate costs; clients that reconnect lose what they missed.
     #[arg(long)]
     no_gate: bool,
+    /// Leave Nagle's algorithm on (no `TCP_NODELAY`): only for measuring the server's own
+    /// write coalescing; kept-alive clients may then wait for delayed ACKs.
+    #[arg(long)]
+    nagle: bool,
 }
 
 fn main() -> Result<()> {
@@ -62,8 +67,9 @@ fn serve(args: ServeArgs) -> Result<()> {
     } else {
         host_example::serve::App::new(GateHost::load_default()?, args.journal)?
     };
+    let tcp = if args.nagle { Tcp::Nagle } else { Tcp::NoDelay };
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(host_example::serve::serve(app, std::net::SocketAddr::new(args.bind, args.port)))
+    runtime.block_on(host_example::serve::serve(app, std::net::SocketAddr::new(args.bind, args.port), tcp))
 }
 
 fn demo() -> Result<()> {

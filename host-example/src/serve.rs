@@ -7,20 +7,30 @@
 //! can be lost or sent twice. Under the lock there is no network I/O: events go to a bounded
 //! per-connection channel; a connection that cannot keep up is detached and resumes from the
 //! gate's buffer.
+//!
+//! Writes are made for kept-alive connections: `TCP_NODELAY` is set on every accepted socket
+//! (with Nagle's algorithm on, each small write after the first waits for the client's delayed
+//! ACK, ~40 ms), a tool call is run inline until it first waits, so a result that is ready at
+//! once is queued before the response head is written, and the body hands every frame already
+//! queued to hyper as one chunk: head, priming event and an immediate result leave in one
+//! segment.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
+use std::future::Future;
 use std::io::{BufRead, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
+use bytes::BytesMut;
 use mcp_transport::gate::GateApi;
 use mcp_transport::jsonrpc;
 use mcp_transport::server::{HttpRequest, PendingCall, Reply, Server, ServerConfig, Stream};
@@ -36,6 +46,8 @@ use crate::GateHost;
 pub const MAX_BODY_BYTES: usize = 4 << 20;
 /// Frames queued for one connection beyond its initial replay before it counts as too slow.
 const CONNECTION_QUEUE: usize = 256;
+/// Frames already queued are joined into one body chunk up to this size.
+const COALESCE_BYTES: usize = 64 << 10;
 
 type StreamKey = (String, u64);
 
@@ -138,12 +150,13 @@ impl App {
         self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Runs a `tools/call` on its stream, whether or not a connection is attached.
-    fn spawn_call(self: &Arc<Self>, session: String, stream: u64, pending: PendingCall) {
-        let app = Arc::clone(self);
+    /// Runs a `tools/call` on its stream, whether or not a connection is attached. The call
+    /// runs here until it first waits (a result that is ready at once goes out with the
+    /// response head); the rest runs in a task that `notifications/cancelled` can abort.
+    fn start_call(self: &Arc<Self>, session: String, stream: u64, pending: PendingCall) {
         let key = (session.clone(), pending.request_id.clone());
-        let mut calls = self.lock_calls();
-        let task = tokio::spawn(async move {
+        let app = Arc::clone(self);
+        let mut call = Box::pin(async move {
             let host = CallHost { app: Arc::clone(&app), session: session.clone(), stream };
             let response = match tools::call(&pending.call, &host).await {
                 Ok(result) => jsonrpc::result(&pending.request_id, result),
@@ -154,6 +167,12 @@ impl App {
             }
             app.lock_calls().remove(&(session, pending.request_id));
         });
+        if call.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_ready() {
+            return;
+        }
+        // Under the lock, so that the task cannot finish and deregister before it is registered.
+        let mut calls = self.lock_calls();
+        let task = tokio::spawn(call);
         calls.insert(key, (stream, task.abort_handle()));
     }
 }
@@ -248,8 +267,21 @@ impl Drop for Detach {
 impl futures_core::Stream for SseBody {
     type Item = Result<Bytes, Infallible>;
 
+    /// The next frame, together with every frame already queued behind it (up to
+    /// `COALESCE_BYTES`), so that what is ready leaves in one write.
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx).map(|frame| frame.map(Ok))
+        let Some(first) = std::task::ready!(self.rx.poll_recv(cx)) else {
+            return Poll::Ready(None);
+        };
+        let mut chunk = BytesMut::new();
+        let mut next = Some(first);
+        while let Some(frame) = next.take() {
+            chunk.extend_from_slice(&frame);
+            if chunk.len() < COALESCE_BYTES {
+                next = self.rx.try_recv().ok();
+            }
+        }
+        Poll::Ready(Some(Ok(chunk.freeze())))
     }
 }
 
@@ -307,7 +339,7 @@ async fn handle(State(app): State<Arc<App>>, method: Method, headers: HeaderMap,
         Reply::Stream(stream) => {
             log_decision(&stream);
             if let Some(call) = stream.call.clone() {
-                app.spawn_call(stream.session.clone(), stream.stream, call);
+                app.start_call(stream.session.clone(), stream.stream, call);
             }
             let mut resp = Response::new(body.unwrap_or_else(Body::empty));
             let h = resp.headers_mut();
@@ -357,14 +389,30 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .with_state(app)
 }
 
+/// How accepted sockets are set up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Tcp {
+    /// `TCP_NODELAY`: every write leaves at once (the default).
+    #[default]
+    NoDelay,
+    /// Nagle's algorithm left on: only for measuring what the server's own write coalescing
+    /// achieves without `TCP_NODELAY`.
+    Nagle,
+}
+
 /// Serves `/mcp` on `addr` until the process is stopped.
-pub async fn serve(app: Arc<App>, addr: SocketAddr) -> anyhow::Result<()> {
-    serve_on(app, tokio::net::TcpListener::bind(addr).await?).await
+pub async fn serve(app: Arc<App>, addr: SocketAddr, tcp: Tcp) -> anyhow::Result<()> {
+    serve_on(app, tokio::net::TcpListener::bind(addr).await?, tcp).await
 }
 
 /// Serves `/mcp` on a listener the caller bound (tests bind port 0).
-pub async fn serve_on(app: Arc<App>, listener: tokio::net::TcpListener) -> anyhow::Result<()> {
+pub async fn serve_on(app: Arc<App>, listener: tokio::net::TcpListener, tcp: Tcp) -> anyhow::Result<()> {
     tracing::info!("MCP server on http://{}/mcp", listener.local_addr()?);
+    let listener = listener.tap_io(move |socket| {
+        if let Err(e) = socket.set_nodelay(tcp == Tcp::NoDelay) {
+            tracing::warn!("setting TCP_NODELAY failed: {e}");
+        }
+    });
     axum::serve(listener, router(app)).await?;
     Ok(())
 }

@@ -1,5 +1,5 @@
-//! `wasi:http` in and out: the request read whole (bounded), and a response body written
-//! frame by frame, blocking, so a tool's events leave as they are recorded.
+//! `wasi:http` in and out: the request read whole (bounded), and a response whose head goes
+//! out together with what is ready, after which a tool's events leave as they are recorded.
 
 use mcp_transport::server::{HttpRequest, Plain};
 use spin_sdk::http::{Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam};
@@ -7,8 +7,8 @@ use wasi::io::streams::{OutputStream, StreamError};
 
 /// Largest request body accepted (`413` beyond), as in host-example.
 pub const MAX_BODY_BYTES: usize = 4 << 20;
-/// `blocking-write-and-flush` takes at most this many bytes per call.
-const WRITE_CHUNK: usize = 4096;
+/// Bytes asked for per read of the request body.
+const READ_CHUNK: u64 = 64 << 10;
 
 pub fn now_ms() -> u64 {
     wasi::clocks::monotonic_clock::now() / 1_000_000
@@ -52,7 +52,7 @@ pub fn read_request(request: &IncomingRequest) -> Result<HttpRequest, Plain> {
     if let Ok(incoming) = request.consume() {
         let stream = incoming.stream().map_err(|()| unreadable())?;
         loop {
-            match stream.blocking_read(WRITE_CHUNK as u64 * 16) {
+            match stream.blocking_read(READ_CHUNK) {
                 Ok(chunk) => {
                     if body.len() + chunk.len() > MAX_BODY_BYTES {
                         return Err(too_large());
@@ -68,16 +68,10 @@ pub fn read_request(request: &IncomingRequest) -> Result<HttpRequest, Plain> {
 }
 
 fn respond(out: ResponseOutparam, status: u16, headers: &[(&str, &str)], body: &[u8]) {
-    let fields: Vec<(String, Vec<u8>)> =
-        headers.iter().map(|(n, v)| ((*n).to_owned(), v.as_bytes().to_vec())).collect();
-    let Ok(fields) = Fields::from_list(&fields) else {
-        return respond(out, 500, &[], b"");
-    };
-    let response = OutgoingResponse::new(fields);
-    let _ = response.set_status_code(status);
-    let Ok(outgoing) = response.body() else { return };
-    out.set(response);
-    let mut conn = Connection { body: Some(outgoing), stream: None };
+    let length = body.len().to_string();
+    let mut headers = headers.to_vec();
+    headers.push(("content-length", &length));
+    let mut conn = Connection::new(out, status, &headers);
     conn.write_bytes(body);
     conn.finish();
 }
@@ -100,63 +94,121 @@ pub fn reply_accepted(out: ResponseOutparam, session: &str) {
     respond(out, 202, &[("mcp-session-id", session)], b"");
 }
 
-/// An SSE response being written. Once the client is gone (a write failed) or the body is
-/// finished, writes are dropped: the events are in the store, for the client's resume.
+/// An HTTP response being written. Nothing leaves until the first [`Connection::flush`]:
+/// then the head and everything written so far go out as one write, and after it each write
+/// leaves at once. Spin owns the socket and may leave Nagle's algorithm on, which holds every
+/// small write after the first until the client's delayed ACK (~40 ms): so a call whose result
+/// is ready at once must be one write, and a running call flushes before it waits.
+///
+/// Once the client is gone (a write failed) or the body is finished, writes are dropped: the
+/// events are in the store, for the client's resume.
 pub struct Connection {
+    /// The response and where it goes, until the head is sent.
+    head: Option<(OutgoingResponse, ResponseOutparam)>,
+    /// What was written before the head was sent.
+    pending: Vec<u8>,
     body: Option<OutgoingBody>,
     stream: Option<OutputStream>,
 }
 
 impl Connection {
+    /// An SSE response (`200`, `text/event-stream`) for `session`.
     pub fn open(out: ResponseOutparam, session: &str) -> Self {
         let headers = [
             ("content-type", "text/event-stream"),
             ("cache-control", "no-cache"),
             ("mcp-session-id", session),
         ];
+        Self::new(out, 200, &headers)
+    }
+
+    fn new(out: ResponseOutparam, status: u16, headers: &[(&str, &str)]) -> Self {
         let fields: Vec<(String, Vec<u8>)> =
             headers.iter().map(|(n, v)| ((*n).to_owned(), v.as_bytes().to_vec())).collect();
         let fields = Fields::from_list(&fields).unwrap_or_else(|_| Fields::new());
         let response = OutgoingResponse::new(fields);
-        let _ = response.set_status_code(200);
+        let _ = response.set_status_code(status);
         let body = response.body().ok();
-        out.set(response);
-        Self { body, stream: None }
+        let stream = body.as_ref().and_then(|b| b.write().ok());
+        Self { head: Some((response, out)), pending: Vec::new(), body, stream }
     }
 
     pub fn is_open(&self) -> bool {
         self.body.is_some()
     }
 
-    /// Writes one frame; `false` if the client is gone.
+    /// Writes one frame (held until the first flush); `false` if the client is gone.
     pub fn write(&mut self, frame: &str) -> bool {
         self.write_bytes(frame.as_bytes())
     }
 
-    fn write_bytes(&mut self, mut bytes: &[u8]) -> bool {
-        if self.stream.is_none() {
-            self.stream = self.body.as_ref().and_then(|b| b.write().ok());
+    fn write_bytes(&mut self, bytes: &[u8]) -> bool {
+        if self.head.is_some() {
+            self.pending.extend_from_slice(bytes);
+            return true;
         }
-        let Some(stream) = &self.stream else { return false };
-        while !bytes.is_empty() {
-            let (chunk, rest) = bytes.split_at(bytes.len().min(WRITE_CHUNK));
-            if stream.blocking_write_and_flush(chunk).is_err() {
-                self.stream = None;
-                self.body = None;
-                return false;
-            }
-            bytes = rest;
-        }
-        true
+        self.send(bytes)
     }
 
-    /// Ends the response (idempotent).
+    /// Sends the head and what is held, if not sent yet; `false` if the client is gone. Call it
+    /// before anything that waits.
+    pub fn flush(&mut self) -> bool {
+        let Some((response, out)) = self.head.take() else {
+            return self.is_open();
+        };
+        let pending = std::mem::take(&mut self.pending);
+        // What the body takes before the head is set goes out with it; the rest follows.
+        let permit = self.stream.as_ref().and_then(|s| s.check_write().ok()).unwrap_or(0);
+        let (first, rest) =
+            pending.split_at(pending.len().min(usize::try_from(permit).unwrap_or(usize::MAX)));
+        if !first.is_empty() && self.stream.as_ref().is_none_or(|s| s.write(first).is_err()) {
+            self.close();
+        }
+        out.set(response);
+        rest.is_empty() || self.send(rest)
+    }
+
+    fn send(&mut self, bytes: &[u8]) -> bool {
+        let sent = self.stream.as_ref().is_some_and(|s| write_all(s, bytes));
+        if !sent {
+            self.close();
+        }
+        sent
+    }
+
+    fn close(&mut self) {
+        self.stream = None;
+        self.body = None;
+    }
+
+    /// Sends what is held and ends the response (idempotent).
     pub fn finish(&mut self) {
+        self.flush();
         self.stream = None;
         if let Some(body) = self.body.take() {
             let _ = OutgoingBody::finish(body, None);
         }
     }
+}
+
+/// Writes `bytes` in as few writes as the stream allows, then flushes.
+fn write_all(stream: &OutputStream, mut bytes: &[u8]) -> bool {
+    while !bytes.is_empty() {
+        let permit = match stream.check_write() {
+            Ok(0) => {
+                stream.subscribe().block();
+                continue;
+            }
+            Ok(n) => usize::try_from(n).unwrap_or(usize::MAX),
+            Err(_) => return false,
+        };
+        let (now, rest) = bytes.split_at(bytes.len().min(permit));
+        if stream.write(now).is_err() {
+            return false;
+        }
+        bytes = rest;
+    }
+    stream.blocking_flush().is_ok()
 }
 
 impl Drop for Connection {

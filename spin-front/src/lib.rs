@@ -86,7 +86,7 @@ fn stream_reply(mut gate: ImportedGate, mut conn: Connection, stream: Stream) {
 fn follow(gate: &mut ImportedGate, conn: &mut Connection, stream: &Stream) {
     let deadline = connection::now_ms().saturating_add(FOLLOW_MS);
     let mut after = stream.follow_after;
-    while connection::now_ms() < deadline && conn.is_open() {
+    while connection::now_ms() < deadline && conn.flush() {
         connection::sleep_ms(POLL_MS);
         let Ok(polled) = gate.poll(&stream.session, stream.stream, stream.attachment, after) else {
             break;
@@ -142,6 +142,15 @@ struct CallHost<'a> {
 
 impl ToolHost for CallHost<'_> {
     fn sleep(&self, ms: u64) -> impl Future<Output = ()> + Send {
+        // What is ready leaves before the wait (with the response head, the first time).
+        let gone = {
+            let mut conn = self.conn.borrow_mut();
+            conn.is_open() && !conn.flush()
+        };
+        if gone {
+            let s = self.stream;
+            let _ = self.gate.borrow_mut().detach(&s.session, s.stream, s.attachment);
+        }
         connection::sleep_ms(ms);
         std::future::ready(())
     }

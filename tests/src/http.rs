@@ -14,6 +14,7 @@ use std::time::Duration;
 use edge_host::serve::EdgeHost;
 use host_example::GateHost;
 use host_example::serve::App;
+pub use host_example::serve::Tcp;
 use resume_gate::kv::MemoryKv;
 use serde_json::{Value, json};
 use wasmtime::Engine;
@@ -46,6 +47,12 @@ fn compiled_edge_app() -> Component {
     .clone()
 }
 
+fn gated_app(journal: PathBuf) -> std::sync::Arc<App> {
+    let (engine, component) = compiled_gate();
+    let gate = GateHost::new(&engine, &component).expect("instantiate the gate");
+    App::new(gate, journal).expect("open the journal")
+}
+
 impl TestServer {
     /// host-example (world `gate-memory`, one long-lived instance) writing to `journal`.
     pub fn start(journal: PathBuf) -> Self {
@@ -53,37 +60,57 @@ impl TestServer {
     }
 
     fn start_with(journal: PathBuf, dir: Option<tempfile::TempDir>) -> Self {
-        let (engine, component) = compiled_gate();
-        let gate = GateHost::new(&engine, &component).expect("instantiate the gate");
-        Self::serve_app(App::new(gate, journal.clone()).expect("open the journal"), journal, dir)
+        Self::serve_app(gated_app(journal.clone()), journal, dir, Tcp::NoDelay)
     }
 
-    fn serve_app(app: std::sync::Arc<App>, journal: PathBuf, dir: Option<tempfile::TempDir>) -> Self {
+    fn serve_app(
+        app: std::sync::Arc<App>,
+        journal: PathBuf,
+        dir: Option<tempfile::TempDir>,
+        tcp: Tcp,
+    ) -> Self {
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
-        runtime.spawn(host_example::serve::serve_on(app, listener));
+        runtime.spawn(host_example::serve::serve_on(app, listener, tcp));
         Self { addr, journal, _dir: dir, runtime: Some(runtime) }
     }
 
     /// host-example with a journal in a directory of its own.
     pub fn host_example() -> Self {
+        Self::host_example_with(Tcp::NoDelay)
+    }
+
+    /// host-example, its sockets set up as `tcp` says (`--nagle`).
+    pub fn host_example_with(tcp: Tcp) -> Self {
         let dir = tempfile::tempdir().unwrap();
-        Self::start_with(dir.path().join("journal.txt"), Some(dir))
+        let journal = dir.path().join("journal.txt");
+        Self::serve_app(gated_app(journal.clone()), journal, Some(dir), tcp)
     }
 
     /// host-example with the gate bypassed (`--no-gate`): for measuring the gate's share.
     pub fn host_example_without_gate() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join("journal.txt");
-        Self::serve_app(App::without_gate(journal.clone()).expect("open the journal"), journal, Some(dir))
+        let app = App::without_gate(journal.clone()).expect("open the journal");
+        Self::serve_app(app, journal, Some(dir), Tcp::NoDelay)
     }
 
     /// The Spin app (front + gate-kv composed, an instance per request) over a fresh store.
     pub fn edge() -> Self {
+        Self::edge_with(Tcp::NoDelay)
+    }
+
+    /// The Spin app, its sockets set up as `tcp` says (`--nagle`: the front's own write
+    /// coalescing is all that keeps a kept-alive call from waiting).
+    pub fn edge_with(tcp: Tcp) -> Self {
         let host = EdgeHost::from_compiled(&compiled_edge_app(), MemoryKv::new()).expect("link the app");
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
-        runtime.spawn(host.serve_on(listener));
+        let tcp = match tcp {
+            Tcp::NoDelay => edge_host::serve::Tcp::NoDelay,
+            Tcp::Nagle => edge_host::serve::Tcp::Nagle,
+        };
+        runtime.spawn(host.serve_on(listener, tcp));
         Self { addr, journal: PathBuf::new(), _dir: None, runtime: Some(runtime) }
     }
 

@@ -10,10 +10,13 @@
 //! - [`held`]: what a store holds, for the bound checks (memory and key-value stores).
 //! - [`http`]: the servers under test (host-example, and the Spin app served by edge-host) on
 //!   a loopback port, and a raw HTTP/SSE client that can cut a connection at any byte.
+//! - [`keep_alive`]: MCP sessions on kept-alive HTTP/1.1 connections, as real clients connect,
+//!   and the load generator of the end-to-end benchmark.
 
 pub mod drivers;
 pub mod held;
 pub mod http;
+pub mod keep_alive;
 pub mod ops;
 
 /// Writes a bench binary's result as `name` into `$BENCH_OUT_DIR` (default `target/bench`),
