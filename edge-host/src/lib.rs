@@ -7,6 +7,7 @@
 //! - [`compose`]: plugs the gate's exports into the front's imports (`wac-graph`).
 //! - [`keyvalue`]: the draft2 key-value host over one shared map.
 //! - [`serve`]: the HTTP server: hyper in front, one wasmtime instance per request.
+//! - [`variables`]: Spin's application variables (`allowed_hosts`), as the front reads them.
 //! - [`gate_kv`]: the gate-kv component on its own, with the same key-value host (for tests
 //!   that drive many gate instances against one store).
 
@@ -14,6 +15,7 @@ pub mod compose;
 pub mod gate_kv;
 pub mod keyvalue;
 pub mod serve;
+pub mod variables;
 
 /// The gate, world `gate-kv`, built by this crate's build script.
 pub const GATE_KV_WASM: &str = env!("RESUME_GATE_KV_WASM");

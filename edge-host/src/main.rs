@@ -7,6 +7,8 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use edge_host::serve::{EdgeHost, Tcp};
+use edge_host::variables::{self, Variables};
+use mcp_transport::hosts::{AllowedHosts, LOCALHOST};
 
 #[derive(Parser)]
 #[command(version, about)]
@@ -17,6 +19,17 @@ struct Cli {
     port: u16,
     #[arg(long, env = "RESUME_GATE_BIND", default_value = "127.0.0.1")]
     bind: std::net::IpAddr,
+    /// A name the app answers to (`Host`, and `Origin` when sent): `NAME` for any port,
+    /// `NAME:PORT` for one; repeat it for several. It becomes the app's `allowed_hosts`
+    /// variable, as `SPIN_VARIABLE_ALLOWED_HOSTS` does under Spin. Without it: localhost names
+    /// and the bind address only (DNS-rebinding protection).
+    #[arg(
+        long = "allowed-host",
+        value_name = "NAME",
+        env = "RESUME_GATE_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    allowed_hosts: Vec<String>,
     /// Leave Nagle's algorithm on (no `TCP_NODELAY`), as Spin may: only for measuring the
     /// front's own write coalescing.
     #[arg(long)]
@@ -53,7 +66,22 @@ fn main() -> Result<()> {
             Ok(())
         }
         Some(Command::Serve) | None => {
-            let host = EdgeHost::built()?;
+            let invalid = AllowedHosts::invalid(&cli.allowed_hosts);
+            if !invalid.is_empty() {
+                anyhow::bail!(
+                    "--allowed-host: not a host name or address (with an optional :PORT): {}",
+                    invalid.join(", ")
+                );
+            }
+            let mut hosts = cli.allowed_hosts.clone();
+            if hosts.is_empty() {
+                hosts.extend(LOCALHOST.map(str::to_owned));
+                if !cli.bind.is_unspecified() {
+                    hosts.push(AllowedHosts::entry_for(cli.bind));
+                }
+            }
+            let variables = Variables::new([(variables::ALLOWED_HOSTS.to_owned(), hosts.join(","))]);
+            let host = EdgeHost::built(variables)?;
             let addr = std::net::SocketAddr::new(cli.bind, cli.port);
             let tcp = if cli.nagle { Tcp::Nagle } else { Tcp::NoDelay };
             tokio::runtime::Runtime::new()?.block_on(host.serve(addr, tcp))

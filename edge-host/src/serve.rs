@@ -21,6 +21,7 @@ use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::keyvalue::{self, KvView};
+use crate::variables::Variables;
 
 /// One request's store data.
 pub struct RequestState {
@@ -28,6 +29,7 @@ pub struct RequestState {
     http: WasiHttpCtx,
     table: ResourceTable,
     kv: MemoryKv,
+    variables: Variables,
 }
 
 impl WasiView for RequestState {
@@ -50,36 +52,42 @@ fn kv_view(s: &mut RequestState) -> KvView<'_> {
     KvView { kv: &mut s.kv, table: &mut s.table }
 }
 
-/// The composed app, pre-linked, and the store its instances share.
+/// The composed app, pre-linked, and the store and variables its instances share.
 pub struct EdgeHost {
     pre: ProxyPre<RequestState>,
     kv: MemoryKv,
+    variables: Variables,
 }
 
 impl EdgeHost {
-    /// Prepares `component` (a composed front + gate) to serve over `kv`.
-    pub fn new(component: &[u8], kv: MemoryKv) -> anyhow::Result<Arc<Self>> {
+    /// Prepares `component` (a composed front + gate) to serve over `kv`, with `variables`.
+    pub fn new(component: &[u8], kv: MemoryKv, variables: Variables) -> anyhow::Result<Arc<Self>> {
         let engine = Engine::new(&Config::new())?;
         let component = Component::new(&engine, component)
             .map_err(anyhow::Error::from)
             .context("compiling the composed app")?;
-        Self::from_compiled(&component, kv)
+        Self::from_compiled(&component, kv, variables)
     }
 
     /// Like [`EdgeHost::new`] for an app already compiled (tests compile it once per process).
-    pub fn from_compiled(component: &Component, kv: MemoryKv) -> anyhow::Result<Arc<Self>> {
+    pub fn from_compiled(
+        component: &Component,
+        kv: MemoryKv,
+        variables: Variables,
+    ) -> anyhow::Result<Arc<Self>> {
         let engine = component.engine();
         let mut linker = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
         keyvalue::add_to_linker(&mut linker, kv_view)?;
+        crate::variables::add_to_linker(&mut linker, |s: &mut RequestState| &mut s.variables)?;
         let pre = ProxyPre::new(linker.instantiate_pre(component)?)?;
-        Ok(Arc::new(Self { pre, kv }))
+        Ok(Arc::new(Self { pre, kv, variables }))
     }
 
     /// The front and gate this crate was built with, composed, over a fresh store.
-    pub fn built() -> anyhow::Result<Arc<Self>> {
-        Self::new(&crate::compose::compose_built()?, MemoryKv::new())
+    pub fn built(variables: Variables) -> anyhow::Result<Arc<Self>> {
+        Self::new(&crate::compose::compose_built()?, MemoryKv::new(), variables)
     }
 
     /// The key-value store all instances share.
@@ -96,6 +104,7 @@ impl EdgeHost {
             http: WasiHttpCtx::new(),
             table: ResourceTable::new(),
             kv: self.kv.clone(),
+            variables: self.variables.clone(),
         };
         let mut store = Store::new(self.pre.engine(), state);
         let (sender, receiver) = tokio::sync::oneshot::channel();

@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use host_example::serve::Tcp;
 use host_example::types::{Decision, Event, GateError, Origin, RequestId, StaleReason};
 use host_example::{GateExports, GateHost, HostState};
+use mcp_transport::hosts::AllowedHosts;
 
 /// A sample MCP Streamable HTTP server whose event ids, replays and stale-cursor decisions
 /// all come from the resume-gate component.
@@ -39,6 +40,16 @@ struct ServeArgs {
     /// measuring what the gate costs; clients that reconnect lose what they missed.
     #[arg(long)]
     no_gate: bool,
+    /// A name this server answers to (`Host`, and `Origin` when sent): `NAME` for any port,
+    /// `NAME:PORT` for one; repeat it for several. Without it: localhost names and the bind
+    /// address only (DNS-rebinding protection).
+    #[arg(
+        long = "allowed-host",
+        value_name = "NAME",
+        env = "RESUME_GATE_ALLOWED_HOSTS",
+        value_delimiter = ','
+    )]
+    allowed_hosts: Vec<String>,
     /// Leave Nagle's algorithm on (no `TCP_NODELAY`): only for measuring the server's own
     /// write coalescing; kept-alive clients may then wait for delayed ACKs.
     #[arg(long)]
@@ -61,15 +72,34 @@ fn serve(args: ServeArgs) -> Result<()> {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .init();
+    let hosts = allowed_hosts(&args.allowed_hosts, args.bind)?;
+    if args.allowed_hosts.is_empty() && args.bind.is_unspecified() {
+        tracing::warn!(
+            "listening on all interfaces but answering only localhost names: add --allowed-host for the names clients use"
+        );
+    }
     let app = if args.no_gate {
         tracing::warn!("serving without the gate: no event ids, no resumption (--no-gate)");
-        host_example::serve::App::without_gate(args.journal)?
+        host_example::serve::App::without_gate(args.journal, hosts)?
     } else {
-        host_example::serve::App::new(GateHost::load_default()?, args.journal)?
+        host_example::serve::App::new(GateHost::load_default()?, args.journal, hosts)?
     };
     let tcp = if args.nagle { Tcp::Nagle } else { Tcp::NoDelay };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(host_example::serve::serve(app, std::net::SocketAddr::new(args.bind, args.port), tcp))
+}
+
+/// The configured names, or localhost and the bind address.
+fn allowed_hosts(configured: &[String], bind: std::net::IpAddr) -> Result<AllowedHosts> {
+    let invalid = AllowedHosts::invalid(configured);
+    if !invalid.is_empty() {
+        bail!("--allowed-host: not a host name or address (with an optional :PORT): {}", invalid.join(", "));
+    }
+    if !configured.is_empty() {
+        return Ok(AllowedHosts::new(configured));
+    }
+    let hosts = AllowedHosts::localhost();
+    Ok(if bind.is_unspecified() { hosts } else { hosts.with(&AllowedHosts::entry_for(bind)) })
 }
 
 fn demo() -> Result<()> {

@@ -32,6 +32,7 @@ use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
 use bytes::BytesMut;
 use mcp_transport::gate::GateApi;
+use mcp_transport::hosts::AllowedHosts;
 use mcp_transport::jsonrpc;
 use mcp_transport::server::{HttpRequest, PendingCall, Reply, Server, ServerConfig, Stream};
 use mcp_transport::sse;
@@ -70,21 +71,27 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(gate: GateHost, journal: PathBuf) -> anyhow::Result<Arc<Self>> {
-        Self::with_gate(Box::new(gate), journal)
+    /// The server over `gate`, answering the names `hosts` allows.
+    pub fn new(gate: GateHost, journal: PathBuf, hosts: AllowedHosts) -> anyhow::Result<Arc<Self>> {
+        Self::with_gate(Box::new(gate), journal, hosts)
     }
 
     /// The same server without the gate ([`crate::bypass::NoGate`]): events without ids,
     /// nothing buffered. For measuring what the gate costs.
-    pub fn without_gate(journal: PathBuf) -> anyhow::Result<Arc<Self>> {
-        Self::with_gate(Box::<crate::bypass::NoGate>::default(), journal)
+    pub fn without_gate(journal: PathBuf, hosts: AllowedHosts) -> anyhow::Result<Arc<Self>> {
+        Self::with_gate(Box::<crate::bypass::NoGate>::default(), journal, hosts)
     }
 
-    fn with_gate(gate: Box<dyn GateApi + Send>, journal: PathBuf) -> anyhow::Result<Arc<Self>> {
+    fn with_gate(
+        gate: Box<dyn GateApi + Send>,
+        journal: PathBuf,
+        allowed_hosts: AllowedHosts,
+    ) -> anyhow::Result<Arc<Self>> {
         Ok(Arc::new(Self {
             core: Mutex::new(Core { gate, live: HashMap::new() }),
             server: Server::new(ServerConfig {
                 name: "resume-gate host-example".into(),
+                allowed_hosts,
                 ..ServerConfig::default()
             }),
             journal: Journal::open(journal)?,

@@ -10,12 +10,14 @@
 //!
 //! - [`server`]: request → reply, in the spec's order of checks (method, headers, session).
 //! - [`gate`]: the `GateApi` trait a host implements over the component.
+//! - [`hosts`]: the names a server answers to (DNS-rebinding protection).
 //! - [`jsonrpc`]: parsing and building JSON-RPC 2.0 messages.
 //! - [`protocol`]: protocol revisions and what each one changes.
 //! - [`sse`]: SSE frame encoding.
 //! - [`tools`]: the sample tools, run against a host's `ToolHost`.
 
 pub mod gate;
+pub mod hosts;
 pub mod jsonrpc;
 pub mod protocol;
 pub mod server;

@@ -6,6 +6,7 @@ use resume_gate::{Decision, GateError, Opened, Origin, RequestId, StaleReason};
 use serde_json::{Value, json};
 
 use crate::gate::GateApi;
+use crate::hosts::AllowedHosts;
 use crate::jsonrpc::{
     self, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Message, RESULT_LOST,
 };
@@ -90,9 +91,9 @@ pub enum Reply {
 
 #[derive(Clone, Debug)]
 pub struct ServerConfig {
-    /// Host names (no port) that `Host` and `Origin` may name: localhost by default, the
-    /// defence against DNS rebinding.
-    pub allowed_hosts: Vec<String>,
+    /// The names `Host` and `Origin` may name: localhost by default, the defence against DNS
+    /// rebinding.
+    pub allowed_hosts: AllowedHosts,
     pub name: String,
     pub version: String,
 }
@@ -100,7 +101,7 @@ pub struct ServerConfig {
 impl Default for ServerConfig {
     fn default() -> Self {
         Self {
-            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            allowed_hosts: AllowedHosts::localhost(),
             name: "resume-gate".into(),
             version: env!("CARGO_PKG_VERSION").into(),
         }
@@ -193,18 +194,9 @@ impl Server {
     }
 
     fn guard_against_rebinding(&self, req: &HttpRequest) -> Option<Reply> {
-        let allowed = |authority: &str| {
-            let host = match authority.rsplit_once(':') {
-                Some((h, port)) if port.bytes().all(|b| b.is_ascii_digit()) && !h.is_empty() => h,
-                _ => authority,
-            };
-            self.config.allowed_hosts.iter().any(|a| a.eq_ignore_ascii_case(host))
-        };
-        let host_ok = req.header_str("host").is_none_or(allowed);
-        let origin_ok = req.header_str("origin").is_none_or(|o| {
-            let authority = o.strip_prefix("http://").or_else(|| o.strip_prefix("https://"));
-            authority.is_some_and(|a| allowed(a.trim_end_matches('/')))
-        });
+        let hosts = &self.config.allowed_hosts;
+        let host_ok = req.header_str("host").is_none_or(|h| hosts.allows(h));
+        let origin_ok = req.header_str("origin").is_none_or(|o| hosts.allows_origin(o));
         (!host_ok || !origin_ok)
             .then(|| rpc_error(403, None, INVALID_REQUEST, "Forbidden: Host or Origin not allowed"))
     }

@@ -26,6 +26,7 @@ use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
 use mcp_transport::gate::GateApi;
+use mcp_transport::hosts::AllowedHosts;
 use mcp_transport::jsonrpc;
 use mcp_transport::server::{PendingCall, Reply, Server, ServerConfig, Stream};
 use mcp_transport::sse;
@@ -35,6 +36,8 @@ use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 use bindings::{ImportedGate, Journal};
 use connection::Connection;
 
+/// The Spin variable naming the hosts this app answers to.
+const ALLOWED_HOSTS_VARIABLE: &str = "allowed_hosts";
 /// How long a GET follows an unfinished stream before it ends with a `retry` (SEP-1699).
 const FOLLOW_MS: u64 = 10_000;
 /// How often a following GET polls the store.
@@ -49,8 +52,11 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
         Err(plain) => return connection::reply_plain(out, plain),
     };
     let mut gate = ImportedGate;
-    let server =
-        Server::new(ServerConfig { name: "resume-gate spin-front".into(), ..ServerConfig::default() });
+    let server = Server::new(ServerConfig {
+        name: "resume-gate spin-front".into(),
+        allowed_hosts: allowed_hosts(),
+        ..ServerConfig::default()
+    });
     match server.handle(&mut gate, &req, mint_session_id) {
         Reply::Plain(plain) => connection::reply_plain(out, plain),
         Reply::Accepted { session, cancel } => {
@@ -184,6 +190,13 @@ impl ToolHost for CallHost<'_> {
     fn journal(&self) -> Result<Vec<String>, String> {
         Journal::open()?.lines()
     }
+}
+
+/// The names this app answers to: the `allowed_hosts` variable (comma-separated `NAME` or
+/// `NAME:PORT`; `spin.toml` defaults it to the localhost names), localhost if it is unset.
+fn allowed_hosts() -> AllowedHosts {
+    spin_sdk::variables::get(ALLOWED_HOSTS_VARIABLE)
+        .map_or_else(|_| AllowedHosts::localhost(), |v| AllowedHosts::from_list(&v))
 }
 
 fn mint_session_id() -> String {

@@ -12,9 +12,11 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use edge_host::serve::EdgeHost;
+use edge_host::variables::{ALLOWED_HOSTS, Variables};
 use host_example::GateHost;
 use host_example::serve::App;
 pub use host_example::serve::Tcp;
+use mcp_transport::hosts::{AllowedHosts, LOCALHOST};
 use resume_gate::kv::MemoryKv;
 use serde_json::{Value, json};
 use wasmtime::Engine;
@@ -47,22 +49,31 @@ fn compiled_edge_app() -> Component {
     .clone()
 }
 
-fn gated_app(journal: PathBuf) -> std::sync::Arc<App> {
+fn gated_app(journal: PathBuf, hosts: AllowedHosts) -> std::sync::Arc<App> {
     let (engine, component) = compiled_gate();
     let gate = GateHost::new(&engine, &component).expect("instantiate the gate");
-    App::new(gate, journal).expect("open the journal")
+    App::new(gate, journal, hosts).expect("open the journal")
+}
+
+/// How a test server is set up, beyond its defaults.
+#[derive(Clone, Debug, Default)]
+pub struct Setup {
+    pub tcp: Tcp,
+    /// `--allowed-host` values; none: the localhost names.
+    pub allowed_hosts: Vec<&'static str>,
+}
+
+impl Setup {
+    fn hosts(&self) -> AllowedHosts {
+        if self.allowed_hosts.is_empty() {
+            AllowedHosts::localhost()
+        } else {
+            AllowedHosts::new(&self.allowed_hosts)
+        }
+    }
 }
 
 impl TestServer {
-    /// host-example (world `gate-memory`, one long-lived instance) writing to `journal`.
-    pub fn start(journal: PathBuf) -> Self {
-        Self::start_with(journal, None)
-    }
-
-    fn start_with(journal: PathBuf, dir: Option<tempfile::TempDir>) -> Self {
-        Self::serve_app(gated_app(journal.clone()), journal, dir, Tcp::NoDelay)
-    }
-
     fn serve_app(
         app: std::sync::Arc<App>,
         journal: PathBuf,
@@ -77,36 +88,41 @@ impl TestServer {
 
     /// host-example with a journal in a directory of its own.
     pub fn host_example() -> Self {
-        Self::host_example_with(Tcp::NoDelay)
+        Self::host_example_with(Setup::default())
     }
 
-    /// host-example, its sockets set up as `tcp` says (`--nagle`).
-    pub fn host_example_with(tcp: Tcp) -> Self {
+    /// host-example set up as `setup` says (`--nagle`, `--allowed-host`).
+    pub fn host_example_with(setup: Setup) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join("journal.txt");
-        Self::serve_app(gated_app(journal.clone()), journal, Some(dir), tcp)
+        Self::serve_app(gated_app(journal.clone(), setup.hosts()), journal, Some(dir), setup.tcp)
     }
 
     /// host-example with the gate bypassed (`--no-gate`): for measuring the gate's share.
     pub fn host_example_without_gate() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join("journal.txt");
-        let app = App::without_gate(journal.clone()).expect("open the journal");
+        let app = App::without_gate(journal.clone(), AllowedHosts::localhost()).expect("open the journal");
         Self::serve_app(app, journal, Some(dir), Tcp::NoDelay)
     }
 
     /// The Spin app (front + gate-kv composed, an instance per request) over a fresh store.
     pub fn edge() -> Self {
-        Self::edge_with(Tcp::NoDelay)
+        Self::edge_with(Setup::default())
     }
 
-    /// The Spin app, its sockets set up as `tcp` says (`--nagle`: the front's own write
-    /// coalescing is all that keeps a kept-alive call from waiting).
-    pub fn edge_with(tcp: Tcp) -> Self {
-        let host = EdgeHost::from_compiled(&compiled_edge_app(), MemoryKv::new()).expect("link the app");
+    /// The Spin app set up as `setup` says: `--nagle` (the front's own write coalescing is all
+    /// that keeps a kept-alive call from waiting), `--allowed-host` (its `allowed_hosts`
+    /// variable).
+    pub fn edge_with(setup: Setup) -> Self {
+        let hosts =
+            if setup.allowed_hosts.is_empty() { LOCALHOST.to_vec() } else { setup.allowed_hosts.clone() };
+        let variables = Variables::new([(ALLOWED_HOSTS.to_owned(), hosts.join(","))]);
+        let host =
+            EdgeHost::from_compiled(&compiled_edge_app(), MemoryKv::new(), variables).expect("link the app");
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
-        let tcp = match tcp {
+        let tcp = match setup.tcp {
             Tcp::NoDelay => edge_host::serve::Tcp::NoDelay,
             Tcp::Nagle => edge_host::serve::Tcp::Nagle,
         };

@@ -22,7 +22,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use resume_gate_tests::http::{Client, Tcp, TestServer};
+use resume_gate_tests::http::{Client, Setup, Tcp, TestServer};
 use resume_gate_tests::keep_alive::percentile;
 
 /// Calls before measuring: the first segments of a connection are ACKed at once (quick-ACK
@@ -127,7 +127,8 @@ fn check(name: &str, server: TestServer) {
 #[test]
 fn a_kept_alive_call_with_an_immediate_result_is_one_write_and_never_waits_for_a_delayed_ack() {
     check("host-example", TestServer::host_example());
-    check("host-example, Nagle on", TestServer::host_example_with(Tcp::Nagle));
+    let nagle = Setup { tcp: Tcp::Nagle, ..Setup::default() };
+    check("host-example, Nagle on", TestServer::host_example_with(nagle.clone()));
     check("edge-host", TestServer::edge());
-    check("edge-host, Nagle on (the front's coalescing alone)", TestServer::edge_with(Tcp::Nagle));
+    check("edge-host, Nagle on (the front's coalescing alone)", TestServer::edge_with(nagle));
 }

@@ -40,6 +40,16 @@ fn the_manifest_routes_mcp_to_the_front_with_the_gate_as_its_dependency() {
 }
 
 #[test]
+fn the_allowed_hosts_variable_defaults_to_the_localhost_names_edge_host_serves() {
+    let m = manifest();
+    let default = m["variables"]["allowed_hosts"]["default"].as_str().unwrap();
+    let names: Vec<&str> = default.split(',').collect();
+    assert_eq!(names, mcp_transport::hosts::LOCALHOST);
+    assert_eq!(m["component"]["mcp"]["variables"]["allowed_hosts"].as_str(), Some("{{ allowed_hosts }}"));
+    assert_eq!(edge_host::variables::ALLOWED_HOSTS, "allowed_hosts", "the name edge-host supplies");
+}
+
+#[test]
 fn the_build_commands_produce_the_files_the_manifest_names() {
     let m = manifest();
     let component = &m["component"]["mcp"];
