@@ -1,91 +1,247 @@
-//! Workload 5: `tools/call` end to end through host-example on loopback, with the gate and with
-//! it bypassed (`--no-gate`: events without ids, nothing buffered), so the gate's share of a
-//! request is the difference. The load generator is the tests' raw HTTP client: one TCP
-//! connection per call (HTTP/1.0, as the SSE response is close-delimited), the whole SSE
-//! response read until the server closes it after the result.
+//! Workload 5: `tools/call` end to end, as clients really connect — HTTP/1.1, connections kept
+//! alive — against every server side by side in one run:
 //!
-//! The two servers run side by side and take turns, a round of calls each, so drift on a
-//! shared machine hits both alike. `cargo bench --bench e2e` writes `e2e.json` for the report
-//! (into `$BENCH_OUT_DIR`, default `target/bench`); `cargo test --bench e2e` makes a few calls
-//! each way and checks every one got its result.
+//! - host-example, host-example `--no-gate` (events without ids, nothing buffered: the
+//!   difference is the gate's share of a call), edge-host (the Spin app: front + gate-kv, an
+//!   instance per request), edge-host `--nagle` (Nagle's algorithm left on, as Spin may leave
+//!   it: the front's own write coalescing is all that keeps a call from waiting for a delayed
+//!   ACK), the TypeScript SDK's reference server with its example event store
+//!   (`benches/node/ts-sdk-server.mjs`, a Node process), and the Python SDK's own server
+//!   (`benches/python/py_sdk_server.py`, uvicorn; the package ships no event store).
+//! - **client**: the official TypeScript client (`benches/node/ts-client-bench.mjs`, undici
+//!   keeps its connection alive) makes sequential calls; p50 and p99.
+//! - **load**: [`keep_alive::load`] with 1, 32 and 256 sessions, each on its own kept-alive
+//!   connection with its own request ids, calling back to back; throughput, p50, p99.
+//!
+//! Every call is `countdown {n: 0}` (its result is ready at once) and must return its result.
+//! Sides take turns, a round each, so drift on a shared machine hits all alike.
+//! `cargo bench --bench e2e` writes `e2e.json` for the report (into `$BENCH_OUT_DIR`, default
+//! `target/bench`); `cargo test --bench e2e` runs every side and workload briefly and checks
+//! every call got its result (it needs `npm ci --prefix benches/node` first, as `.ci/run` does).
 
-use std::time::{Duration, Instant};
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
-use anyhow::{Result, ensure};
-use resume_gate_tests::http::{Client, TestServer};
+use anyhow::{Context, Result, bail, ensure};
+use resume_gate_tests::http::{Setup, Tcp, TestServer};
+use resume_gate_tests::keep_alive::{self, percentile};
+use resume_gate_tests::python;
 use serde_json::{Value, json};
 
-const WAIT: Duration = Duration::from_secs(10);
+const TOOL: &str = "countdown";
 
-/// One `tools/call`, timed from connect to the server closing the response; checks that the
-/// result arrived and whether events carried ids.
-fn call(client: &Client, id: i64, tool: &str, arguments: &Value, gated: bool) -> Result<Duration> {
-    let start = Instant::now();
-    let mut response = client.call(id, tool, arguments.clone(), &[]);
-    let frames = response.frames_until_closed(WAIT);
-    let elapsed = start.elapsed();
-    ensure!(response.status == 200, "{tool}: HTTP {}", response.status);
-    let last = frames.last().map(|f| f.json()).unwrap_or_default();
-    ensure!(last["id"] == id && last.get("result").is_some(), "{tool}: no result in {frames:?}");
-    ensure!(
-        frames.iter().all(|f| f.id.is_some() == gated),
-        "{tool}: ids {} the gate",
-        if gated { "without" } else { "with" }
-    );
-    Ok(elapsed)
+fn arguments() -> Value {
+    json!({"n": 0})
 }
 
-fn percentile(sorted: &[Duration], p: f64) -> f64 {
-    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
-    sorted[i].as_secs_f64() * 1e6
+/// What serves one side: a server in this process, or a child process.
+enum Server {
+    InProcess { _running: TestServer },
+    Process(Child),
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Server::Process(child) = self {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+struct Side {
+    name: &'static str,
+    addr: SocketAddr,
+    _server: Server,
+}
+
+fn node_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/node")
+}
+
+fn in_process(name: &'static str, server: TestServer) -> Side {
+    Side { name, addr: server.addr, _server: Server::InProcess { _running: server } }
+}
+
+/// The TypeScript SDK's reference server, on a port it picks and prints.
+fn ts_sdk_server() -> Result<Side> {
+    let dir = node_dir();
+    ensure!(
+        dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
+        "run `npm ci --prefix benches/node` first (benches/run and .ci/run do)"
+    );
+    let mut child = Command::new("node")
+        .arg(dir.join("ts-sdk-server.mjs"))
+        .args(["--port", "0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("start node")?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
+    let port: u16 =
+        line.trim().strip_prefix("listening ").and_then(|p| p.parse().ok()).context(line.clone())?;
+    Ok(Side {
+        name: "ts-sdk server",
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        _server: Server::Process(child),
+    })
+}
+
+/// The Python SDK's own server (`benches/python/py_sdk_server.py`, uvicorn), on a free port.
+fn py_sdk_server() -> Result<Side> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/python/py_sdk_server.py");
+    let child = Command::new(python::venv_python())
+        .arg(script)
+        .args(["--port", &port.to_string()])
+        .stdout(Stdio::null())
+        .spawn()
+        .context("start the Python SDK server")?;
+    let side = Side {
+        name: "py-sdk server",
+        addr: SocketAddr::from(([127, 0, 0, 1], port)),
+        _server: Server::Process(child),
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(side.addr).is_err() {
+        ensure!(std::time::Instant::now() < deadline, "the Python SDK server did not start listening");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(side)
+}
+
+/// The official TypeScript client's call times against `side`, in µs.
+fn ts_client(side: &Side, calls: usize, warm_up: usize) -> Result<Vec<f64>> {
+    let out = Command::new("node")
+        .arg(node_dir().join("ts-client-bench.mjs"))
+        .args(["--url", &format!("http://{}/mcp", side.addr)])
+        .args(["--calls", &calls.to_string(), "--warm-up", &warm_up.to_string()])
+        .args(["--tool", TOOL, "--arguments", &arguments().to_string()])
+        .stderr(Stdio::inherit())
+        .output()
+        .context("run the TypeScript client")?;
+    if !out.status.success() {
+        bail!("the TypeScript client failed against {}: {}", side.name, String::from_utf8_lossy(&out.stdout));
+    }
+    let report: Value = serde_json::from_slice(&out.stdout)?;
+    let times: Vec<f64> = serde_json::from_value(report["times_us"].clone())?;
+    ensure!(times.len() == calls, "{}: {} of {calls} calls", side.name, times.len());
+    Ok(times)
+}
+
+fn percentile_us(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+}
+
+struct Plan {
+    rounds: usize,
+    client_calls: usize,
+    client_warm_up: usize,
+    levels: &'static [usize],
+    warm_up: Duration,
+    measure: Duration,
 }
 
 fn main() -> Result<()> {
     let full = std::env::args().any(|a| a == "--bench");
-    let (rounds, per_round) = if full { (40, 100) } else { (2, 5) };
-    let tools = [("test_simple_text", json!({})), ("countdown n=5", json!({"n": 5, "interval_ms": 0}))];
-    let servers = [
-        ("gate", TestServer::host_example(), true),
-        ("no gate", TestServer::host_example_without_gate(), false),
+    let plan = if full {
+        Plan {
+            rounds: 2,
+            client_calls: 300,
+            client_warm_up: 50,
+            levels: &[1, 32, 256],
+            warm_up: Duration::from_millis(500),
+            measure: Duration::from_secs(3),
+        }
+    } else {
+        Plan {
+            rounds: 1,
+            client_calls: 5,
+            client_warm_up: 1,
+            levels: &[1, 8],
+            warm_up: Duration::from_millis(50),
+            measure: Duration::from_millis(200),
+        }
+    };
+    let sides = [
+        in_process("host-example", TestServer::host_example()),
+        in_process("host-example --no-gate", TestServer::host_example_without_gate()),
+        in_process("edge-host", TestServer::edge()),
+        in_process("edge-host --nagle", TestServer::edge_with(Setup { tcp: Tcp::Nagle, ..Setup::default() })),
+        ts_sdk_server()?,
+        py_sdk_server()?,
     ];
-    let clients: Vec<Client> = servers.iter().map(|(_, s, _)| Client::initialize(s.addr)).collect();
+    // The load generator runs on one thread of its own; each server has its own runtime.
+    let load_runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 
-    let mut rows = Vec::new();
-    let mut id = 1;
-    for (label, arguments) in &tools {
-        let tool = label.split(' ').next().unwrap();
-        let mut times: Vec<Vec<Duration>> = vec![Vec::new(); servers.len()];
-        let mut busy = vec![Duration::ZERO; servers.len()];
-        for round in 0..=rounds {
-            for (i, (_, _, gated)) in servers.iter().enumerate() {
-                let started = Instant::now();
-                for _ in 0..per_round {
-                    let t = call(&clients[i], id, tool, arguments, *gated)?;
-                    id += 1;
-                    // Round 0 warms both servers up.
-                    if round > 0 {
-                        times[i].push(t);
-                    }
-                }
-                if round > 0 {
-                    busy[i] += started.elapsed();
-                }
+    let mut client_times: Vec<Vec<f64>> = vec![Vec::new(); sides.len()];
+    let mut loads: Vec<Vec<Vec<keep_alive::Load>>> = vec![vec![Vec::new(); plan.levels.len()]; sides.len()];
+    for round in 0..plan.rounds {
+        for (i, side) in sides.iter().enumerate() {
+            eprintln!("round {round}: official TypeScript client against {}", side.name);
+            client_times[i].extend(ts_client(side, plan.client_calls, plan.client_warm_up)?);
+        }
+        for (l, &sessions) in plan.levels.iter().enumerate() {
+            for (i, side) in sides.iter().enumerate() {
+                let run = load_runtime
+                    .block_on(keep_alive::load(
+                        side.addr,
+                        sessions,
+                        TOOL,
+                        arguments(),
+                        plan.warm_up,
+                        plan.measure,
+                    ))
+                    .with_context(|| format!("load on {} with {sessions} sessions", side.name))?;
+                eprintln!(
+                    "round {round}: {} sessions against {}: {:.0} calls/s, p50 {:?}",
+                    sessions,
+                    side.name,
+                    run.calls_per_s,
+                    run.percentile(0.5)
+                );
+                ensure!(run.calls > 0, "{}: no call completed with {sessions} sessions", side.name);
+                loads[i][l].push(run);
             }
         }
-        for (i, (mode, _, _)) in servers.iter().enumerate() {
-            let mut sorted = times[i].clone();
-            sorted.sort();
-            rows.push(json!({
-                "tool": label,
-                "mode": mode,
-                "calls": sorted.len(),
-                "p50_us": percentile(&sorted, 0.5),
-                "p99_us": percentile(&sorted, 0.99),
-                "calls_per_s": sorted.len() as f64 / busy[i].as_secs_f64(),
+    }
+
+    let mut client_rows = Vec::new();
+    let mut load_rows = Vec::new();
+    for (i, side) in sides.iter().enumerate() {
+        let mut times = client_times[i].clone();
+        times.sort_by(f64::total_cmp);
+        client_rows.push(json!({
+            "side": side.name,
+            "calls": times.len(),
+            "p50_us": percentile_us(&times, 0.5),
+            "p99_us": percentile_us(&times, 0.99),
+        }));
+        for (l, &sessions) in plan.levels.iter().enumerate() {
+            let runs = &loads[i][l];
+            let mut latencies: Vec<Duration> =
+                runs.iter().flat_map(|r| r.latencies.iter().copied()).collect();
+            latencies.sort();
+            let calls_per_s = runs.iter().map(|r| r.calls_per_s).sum::<f64>() / runs.len() as f64;
+            load_rows.push(json!({
+                "side": side.name,
+                "sessions": sessions,
+                "calls": latencies.len(),
+                "calls_per_s": calls_per_s,
+                "p50_us": percentile(&latencies, 0.5).as_secs_f64() * 1e6,
+                "p99_us": percentile(&latencies, 0.99).as_secs_f64() * 1e6,
             }));
         }
     }
-    let report = Value::Array(rows);
+    let report = json!({
+        "tool": format!("{TOOL} {}", arguments()),
+        "load_seconds": plan.measure.as_secs_f64() * plan.rounds as f64,
+        "client": client_rows,
+        "load": load_rows,
+    });
     println!("{report:#}");
     if full {
         resume_gate_tests::write_bench_result("e2e.json", &report)?;

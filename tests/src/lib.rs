@@ -12,12 +12,14 @@
 //!   a loopback port, and a raw HTTP/SSE client that can cut a connection at any byte.
 //! - [`keep_alive`]: MCP sessions on kept-alive HTTP/1.1 connections, as real clients connect,
 //!   and the load generator of the end-to-end benchmark.
+//! - [`python`]: the virtualenv with the official Python SDK, from the committed lock.
 
 pub mod drivers;
 pub mod held;
 pub mod http;
 pub mod keep_alive;
 pub mod ops;
+pub mod python;
 
 /// Writes a bench binary's result as `name` into `$BENCH_OUT_DIR` (default `target/bench`),
 /// where `benches/run` hands it to the report.

@@ -68,7 +68,7 @@ fn main() -> Result<()> {
         chart: &relative(&chart, &out),
         analysis: &read(&analysis)?,
         memory: memory.as_ref().map(|p| results::Memory::read(p)).transpose()?,
-        e2e: e2e.as_ref().map(|p| results::EndToEnd::read(p)).transpose()?.unwrap_or_default(),
+        e2e: e2e.as_ref().map(|p| results::EndToEnd::read(p)).transpose()?,
     });
     std::fs::write(&out, text).with_context(|| out.display().to_string())?;
     eprintln!("wrote {} and {}", out.display(), chart.display());

@@ -168,20 +168,54 @@ impl Memory {
     }
 }
 
-/// Workload 5, one row per tool and mode, as the end-to-end bench wrote it.
+/// Workload 5 as the end-to-end bench wrote it: the official TypeScript client's sequential
+/// calls, and the keep-alive load at each number of sessions, per server.
 #[derive(Deserialize, Debug, Clone)]
 pub struct EndToEnd {
+    /// The call every request makes, e.g. `countdown {"n":0}`.
     pub tool: String,
-    pub mode: String,
+    /// Measured seconds per load cell, all rounds together.
+    pub load_seconds: f64,
+    pub client: Vec<ClientRow>,
+    pub load: Vec<LoadRow>,
+}
+
+#[derive(Deserialize, Debug, Clone)]
+pub struct ClientRow {
+    pub side: String,
     pub calls: u64,
     pub p50_us: f64,
     pub p99_us: f64,
+}
+
+#[derive(Deserialize, Debug, Clone)]
+pub struct LoadRow {
+    pub side: String,
+    pub sessions: u64,
     pub calls_per_s: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
 }
 
 impl EndToEnd {
-    pub fn read(path: &Path) -> Result<Vec<Self>> {
+    pub fn read(path: &Path) -> Result<Self> {
         read_json(path)
+    }
+
+    pub fn client(&self, side: &str) -> Option<&ClientRow> {
+        self.client.iter().find(|r| r.side == side)
+    }
+
+    pub fn load(&self, side: &str, sessions: u64) -> Option<&LoadRow> {
+        self.load.iter().find(|r| r.side == side && r.sessions == sessions)
+    }
+
+    /// The numbers of sessions measured, in order.
+    pub fn levels(&self) -> Vec<u64> {
+        let mut levels: Vec<u64> = self.load.iter().map(|r| r.sessions).collect();
+        levels.sort_unstable();
+        levels.dedup();
+        levels
     }
 }
 
