@@ -16,7 +16,7 @@
 //! Every call is `countdown {n: 0}` (its result is ready at once) and must return its result.
 //! Sides take turns, a round each, so drift on a shared machine hits all alike.
 //! `cargo bench --bench e2e` writes `e2e.json` for the report (into `$BENCH_OUT_DIR`, default
-//! `target/bench`); `cargo test --bench e2e` runs every side and workload briefly and checks
+//! `target/bench`; `-- --side NAME`, repeatable, measures only those sides and writes nothing); `cargo test --bench e2e` runs every side and workload briefly and checks
 //! every call got its result (it needs `npm ci --prefix benches/node` first, as `.ci/run` does).
 
 use std::io::{BufRead, BufReader};
@@ -166,14 +166,28 @@ fn main() -> Result<()> {
             measure: Duration::from_millis(200),
         }
     };
-    let sides = [
-        in_process("host-example", TestServer::host_example()),
-        in_process("host-example --no-gate", TestServer::host_example_without_gate()),
-        in_process("edge-host", TestServer::edge()),
-        in_process("edge-host --nagle", TestServer::edge_with(Setup { tcp: Tcp::Nagle, ..Setup::default() })),
-        ts_sdk_server()?,
-        py_sdk_server()?,
+    // `-- --side NAME` (repeatable) measures only those sides, to re-check one in isolation.
+    let args: Vec<String> = std::env::args().collect();
+    let only: Vec<&str> = args.windows(2).filter(|w| w[0] == "--side").map(|w| w[1].as_str()).collect();
+    let wanted = |name: &str| only.is_empty() || only.contains(&name);
+    let starts: [(&'static str, fn() -> Result<Side>); 6] = [
+        ("host-example", || Ok(in_process("host-example", TestServer::host_example()))),
+        ("host-example --no-gate", || {
+            Ok(in_process("host-example --no-gate", TestServer::host_example_without_gate()))
+        }),
+        ("edge-host", || Ok(in_process("edge-host", TestServer::edge()))),
+        ("edge-host --nagle", || {
+            let setup = Setup { tcp: Tcp::Nagle, ..Setup::default() };
+            Ok(in_process("edge-host --nagle", TestServer::edge_with(setup)))
+        }),
+        ("ts-sdk server", ts_sdk_server),
+        ("py-sdk server", py_sdk_server),
     ];
+    let sides = starts
+        .iter()
+        .filter(|(name, _)| wanted(name))
+        .map(|(_, start)| start())
+        .collect::<Result<Vec<_>>>()?;
     // The load generator runs on one thread of its own; each server has its own runtime.
     let load_runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
 
@@ -243,7 +257,7 @@ fn main() -> Result<()> {
         "load": load_rows,
     });
     println!("{report:#}");
-    if full {
+    if full && only.is_empty() {
         resume_gate_tests::write_bench_result("e2e.json", &report)?;
     }
     Ok(())
