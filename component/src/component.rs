@@ -108,8 +108,8 @@ impl Guest for Component {
         })
     }
 
-    fn has_session(session: String) -> bool {
-        with_gate(|g| g.has_session(&session)).unwrap_or(false)
+    fn has_session(session: String) -> Result<bool, wit::GateError> {
+        with_gate(|g| g.has_session(&session))
     }
 
     fn end_session(session: String) -> Result<(), wit::GateError> {

@@ -139,6 +139,8 @@ pub(crate) fn decide(
     match stream.state {
         StreamState::Completed => return fresh(Completed),
         StreamState::Aborted => return settle(stream, Aborted, None, stranded),
+        // A cancelled request gets no response at all, not even the stranded error.
+        StreamState::Cancelled => return settle(stream, Aborted, None, None),
         StreamState::Superseded => return settle(stream, Superseded, None, stranded),
         StreamState::Open | StreamState::Resumable | StreamState::TerminalSent => {}
     }

@@ -541,7 +541,7 @@ impl<S: Store> Gate<S> {
         if self.stream(&s, no)?.is_none() {
             return Err(GateError::UnknownStream);
         }
-        self.end_stream(&s, no, StreamState::Aborted)?;
+        self.end_stream(&s, no, StreamState::Cancelled)?;
         Ok(())
     }
 
@@ -549,7 +549,7 @@ impl<S: Store> Gate<S> {
         let (s, _) = self.session(session)?;
         for stream in self.streams_of(&s)? {
             if stream.origin.request_id() == Some(id) {
-                return self.end_stream(&s, stream.no, StreamState::Aborted);
+                return self.end_stream(&s, stream.no, StreamState::Cancelled);
             }
         }
         Ok(false)

@@ -41,5 +41,6 @@ pub use counters::Counters;
 pub use decision::StaleReason;
 pub use error::{GateError, StoreError};
 pub use gate::{Decision, Event, FreshStart, Gate, Opened, Polled, Resumption, SessionInfo};
+pub use session::{MAX_SESSION_ID_LEN, validate_session_id};
 pub use store::{MemoryStats, MemoryStore, Store};
 pub use stream::{EventKey, Origin, RequestId, Seq, StreamNo, StreamState};

@@ -47,8 +47,12 @@ pub enum StreamState {
     TerminalSent,
     /// The client acknowledged the terminal event (it reconnected with it as cursor).
     Completed,
-    /// Cancelled, stranded, or kept without a connection past retention.
+    /// Stranded (evicted past a cursor) or kept without a connection past retention: the
+    /// client may still wait for its response, so a reconnect answers the request with an error.
     Aborted,
+    /// Cancelled by the client (`notifications/cancelled`) or the host: no response is ever
+    /// sent for it, not even an error (MCP: a cancelled request gets no response).
+    Cancelled,
     /// Replaced: its session was re-issued, or a newer standalone stream took its place.
     Superseded,
 }

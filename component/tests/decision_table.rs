@@ -251,12 +251,17 @@ mod row_7_the_stream_is_live {
     }
 
     #[test]
-    fn a_cursor_into_an_aborted_stream_is_aborted_and_names_the_stranded_request() {
+    fn a_cursor_into_a_cancelled_stream_is_aborted_and_answers_nothing() {
         let mut f = Fixture::new();
         let (opened, events) = f.dropped_stream(5, 2);
         f.gate.abort(S, opened.stream).unwrap();
         let fr = fresh_because(f.get(&events[0].id), StaleReason::Aborted);
-        assert_eq!(fr.stranded, Some(RequestId::Number(5)));
+        assert_eq!(fr.stranded, None, "MCP: a cancelled request gets no response, not even an error");
+        let (_, events) = f.dropped_stream(6, 2);
+        assert!(f.gate.abort_request(S, &RequestId::Number(6)).unwrap());
+        let fr = fresh_because(f.get(&events[1].id), StaleReason::Aborted);
+        assert_eq!(fr.stranded, None);
+        assert!(!f.gate.abort_request(S, &RequestId::Number(6)).unwrap(), "already cancelled");
     }
 
     #[test]

@@ -29,8 +29,8 @@ impl GateApi for NoGate {
         self.sessions.insert(session.to_owned());
         Ok(0)
     }
-    fn has_session(&mut self, session: &str) -> bool {
-        self.sessions.contains(session)
+    fn has_session(&mut self, session: &str) -> Result<bool, GateError> {
+        Ok(self.sessions.contains(session))
     }
     fn end_session(&mut self, session: &str) -> Result<(), GateError> {
         self.sessions.remove(session).then_some(()).ok_or(GateError::UnknownSession)

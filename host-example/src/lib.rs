@@ -43,11 +43,11 @@ pub struct HostState {
     memory: MemoryWatch,
 }
 
-/// Sees every growth of the instance's linear memory (which never shrinks) and allows it: the
-/// gate's own bounds are what keep it in check, and a host can report the size.
-#[derive(Default)]
+/// Sees every growth of the instance's linear memory (which never shrinks) and allows it up to
+/// `limit`: the gate's own bounds keep it well below, and a host can report the size.
 struct MemoryWatch {
     bytes: usize,
+    limit: usize,
 }
 
 impl wasmtime::ResourceLimiter for MemoryWatch {
@@ -57,8 +57,11 @@ impl wasmtime::ResourceLimiter for MemoryWatch {
         desired: usize,
         _max: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        self.bytes = self.bytes.max(desired);
-        Ok(true)
+        let allowed = desired <= self.limit;
+        if allowed {
+            self.bytes = self.bytes.max(desired);
+        }
+        Ok(allowed)
     }
 
     fn table_growing(
@@ -81,7 +84,12 @@ impl WasiView for HostState {
 pub struct GateHost {
     store: Store<HostState>,
     gate: GateMemory,
+    pre: GateMemoryPre<HostState>,
+    memory_limit: usize,
 }
+
+/// Linear memory an instance may grow to by default: the component's 32-bit address space.
+pub const DEFAULT_MEMORY_LIMIT: usize = 4 << 30;
 
 impl GateHost {
     /// Compiles the component at `path` (normally [`GATE_WASM`]).
@@ -112,11 +120,59 @@ impl GateHost {
 
     /// A new instance from a linked component, on the engine it was linked with.
     pub fn from_pre(pre: &GateMemoryPre<HostState>, wasi: WasiCtx) -> anyhow::Result<Self> {
-        let state = HostState { wasi, table: ResourceTable::new(), memory: MemoryWatch::default() };
+        let (store, gate) = Self::instantiate(pre, wasi, DEFAULT_MEMORY_LIMIT)?;
+        Ok(Self { store, gate, pre: pre.clone(), memory_limit: DEFAULT_MEMORY_LIMIT })
+    }
+
+    /// Caps the instance's linear memory at `bytes` (and every instance that replaces it): a
+    /// growth beyond is refused, the component traps, and [`GateApi`] calls recreate it.
+    ///
+    /// [`GateApi`]: mcp_transport::gate::GateApi
+    pub fn with_memory_limit(mut self, bytes: usize) -> Self {
+        self.memory_limit = bytes;
+        self.store.data_mut().memory.limit = bytes;
+        self
+    }
+
+    fn instantiate(
+        pre: &GateMemoryPre<HostState>,
+        wasi: WasiCtx,
+        limit: usize,
+    ) -> anyhow::Result<(Store<HostState>, GateMemory)> {
+        let memory = MemoryWatch { bytes: 0, limit };
+        let state = HostState { wasi, table: ResourceTable::new(), memory };
         let mut store = Store::new(pre.engine(), state);
         store.limiter(|s| &mut s.memory);
         let gate = pre.instantiate(&mut store)?;
-        Ok(Self { store, gate })
+        Ok((store, gate))
+    }
+
+    /// After a trap the instance is unusable: a new one (with a default WASI context) takes
+    /// its place. The memory world's state was in the old instance, so every session is gone
+    /// with it; the caller answers this request `503`, and later requests of those sessions
+    /// get `404`.
+    fn recover(&mut self, trap: &wasmtime::Error) -> resume_gate::GateError {
+        tracing::error!(error = %trap, "the gate component trapped; recreating the instance");
+        match Self::instantiate(&self.pre, WasiCtxBuilder::new().build(), self.memory_limit) {
+            Ok((store, gate)) => {
+                self.store = store;
+                self.gate = gate;
+            }
+            Err(e) => tracing::error!(error = %e, "recreating the gate instance failed"),
+        }
+        resume_gate::GateError::Store("the gate component trapped; its instance was recreated".into())
+    }
+
+    /// Calls an export; a trap recreates the instance and becomes a store error (`503`).
+    fn call<T>(
+        &mut self,
+        f: impl FnOnce(&GateExports, &mut Store<HostState>) -> wasmtime::Result<Result<T, types::GateError>>,
+    ) -> Result<T, resume_gate::GateError> {
+        let (g, store) = self.gate();
+        match f(g, store) {
+            Ok(r) => r.map_err(convert::from_wit_error),
+            Err(trap) => Err(self.recover(&trap)),
+        }
     }
 
     /// Loads the gate this crate was built with, on a default engine.
@@ -139,26 +195,17 @@ impl GateHost {
     }
 }
 
-/// A trap poisons the instance: every later call fails the same way, and the host says so.
-fn trapped(e: wasmtime::Error) -> resume_gate::GateError {
-    resume_gate::GateError::Store(format!("the gate component trapped: {e}"))
-}
-
 impl mcp_transport::gate::GateApi for GateHost {
     fn open_session(&mut self, session: &str) -> Result<u64, resume_gate::GateError> {
-        let (g, store) = self.gate();
-        let r = g.call_open_session(store, session).map_err(trapped)?;
-        r.map(|i| i.epoch).map_err(convert::from_wit_error)
+        self.call(|g, s| g.call_open_session(s, session)).map(|i| i.epoch)
     }
 
-    fn has_session(&mut self, session: &str) -> bool {
-        let (g, store) = self.gate();
-        g.call_has_session(store, session).unwrap_or(false)
+    fn has_session(&mut self, session: &str) -> Result<bool, resume_gate::GateError> {
+        self.call(|g, s| g.call_has_session(s, session))
     }
 
     fn end_session(&mut self, session: &str) -> Result<(), resume_gate::GateError> {
-        let (g, store) = self.gate();
-        g.call_end_session(store, session).map_err(trapped)?.map_err(convert::from_wit_error)
+        self.call(|g, s| g.call_end_session(s, session))
     }
 
     fn open_stream(
@@ -166,9 +213,8 @@ impl mcp_transport::gate::GateApi for GateHost {
         session: &str,
         origin: &resume_gate::Origin,
     ) -> Result<resume_gate::Opened, resume_gate::GateError> {
-        let (g, store) = self.gate();
-        let r = g.call_open_stream(store, session, &convert::to_wit_origin(origin)).map_err(trapped)?;
-        r.map(convert::from_wit_opened).map_err(convert::from_wit_error)
+        let origin = convert::to_wit_origin(origin);
+        self.call(|g, s| g.call_open_stream(s, session, &origin)).map(convert::from_wit_opened)
     }
 
     fn emit(
@@ -177,9 +223,7 @@ impl mcp_transport::gate::GateApi for GateHost {
         stream: u64,
         data: &str,
     ) -> Result<resume_gate::Event, resume_gate::GateError> {
-        let (g, store) = self.gate();
-        let r = g.call_on_emit(store, session, stream, data).map_err(trapped)?;
-        r.map(convert::from_wit_event).map_err(convert::from_wit_error)
+        self.call(|g, s| g.call_on_emit(s, session, stream, data)).map(convert::from_wit_event)
     }
 
     fn terminal(
@@ -188,21 +232,15 @@ impl mcp_transport::gate::GateApi for GateHost {
         stream: u64,
         data: &str,
     ) -> Result<resume_gate::Event, resume_gate::GateError> {
-        let (g, store) = self.gate();
-        let r = g.call_on_terminal(store, session, stream, data).map_err(trapped)?;
-        r.map(convert::from_wit_event).map_err(convert::from_wit_error)
+        self.call(|g, s| g.call_on_terminal(s, session, stream, data)).map(convert::from_wit_event)
     }
 
     fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<(), resume_gate::GateError> {
-        let (g, store) = self.gate();
-        g.call_on_detach(store, session, stream, attachment)
-            .map_err(trapped)?
-            .map_err(convert::from_wit_error)
+        self.call(|g, s| g.call_on_detach(s, session, stream, attachment))
     }
 
     fn abort(&mut self, session: &str, stream: u64) -> Result<(), resume_gate::GateError> {
-        let (g, store) = self.gate();
-        g.call_abort_stream(store, session, stream).map_err(trapped)?.map_err(convert::from_wit_error)
+        self.call(|g, s| g.call_abort_stream(s, session, stream))
     }
 
     fn abort_request(
@@ -210,10 +248,8 @@ impl mcp_transport::gate::GateApi for GateHost {
         session: &str,
         id: &resume_gate::RequestId,
     ) -> Result<bool, resume_gate::GateError> {
-        let (g, store) = self.gate();
-        g.call_abort_request(store, session, &convert::to_wit_request_id(id))
-            .map_err(trapped)?
-            .map_err(convert::from_wit_error)
+        let id = convert::to_wit_request_id(id);
+        self.call(|g, s| g.call_abort_request(s, session, &id))
     }
 
     fn poll(
@@ -223,9 +259,8 @@ impl mcp_transport::gate::GateApi for GateHost {
         attachment: u32,
         after: u64,
     ) -> Result<resume_gate::Polled, resume_gate::GateError> {
-        let (g, store) = self.gate();
-        let r = g.call_poll_stream(store, session, stream, attachment, after).map_err(trapped)?;
-        r.map(convert::from_wit_polled).map_err(convert::from_wit_error)
+        self.call(|g, s| g.call_poll_stream(s, session, stream, attachment, after))
+            .map(convert::from_wit_polled)
     }
 
     fn reconnect(
@@ -234,9 +269,7 @@ impl mcp_transport::gate::GateApi for GateHost {
         cursor: &[u8],
         origin: &resume_gate::Origin,
     ) -> Result<resume_gate::Decision, resume_gate::GateError> {
-        let (g, store) = self.gate();
-        let r =
-            g.call_on_reconnect(store, session, cursor, &convert::to_wit_origin(origin)).map_err(trapped)?;
-        r.map(convert::from_wit_decision).map_err(convert::from_wit_error)
+        let origin = convert::to_wit_origin(origin);
+        self.call(|g, s| g.call_on_reconnect(s, session, cursor, &origin)).map(convert::from_wit_decision)
     }
 }

@@ -27,14 +27,17 @@ use std::task::{Context, Poll, Waker};
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
 use bytes::BytesMut;
 use mcp_transport::gate::GateApi;
 use mcp_transport::hosts::AllowedHosts;
 use mcp_transport::jsonrpc;
-use mcp_transport::server::{HttpRequest, PendingCall, Reply, Server, ServerConfig, Stream};
+use mcp_transport::server::{
+    HttpRequest, MAX_BODY_BYTES, PendingCall, Plain, Reply, Server, ServerConfig, Stream, sse_headers,
+};
 use mcp_transport::sse;
 use mcp_transport::tools::{self, ToolHost};
 use resume_gate::{GateError, RequestId, StaleReason};
@@ -43,8 +46,6 @@ use tokio::task::AbortHandle;
 
 use crate::GateHost;
 
-/// Largest request body accepted (`413` beyond).
-pub const MAX_BODY_BYTES: usize = 4 << 20;
 /// Frames queued for one connection beyond its initial replay before it counts as too slow.
 const CONNECTION_QUEUE: usize = 256;
 /// Frames already queued are joined into one body chunk up to this size.
@@ -306,7 +307,19 @@ fn log_decision(stream: &Stream) {
     }
 }
 
-async fn handle(State(app): State<Arc<App>>, method: Method, headers: HeaderMap, body: Bytes) -> Response {
+async fn handle(
+    State(app): State<Arc<App>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body = match body {
+        Ok(body) => body,
+        Err(rejected) if rejected.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return plain_response(&Plain::payload_too_large());
+        }
+        Err(_) => return plain_response(&Plain::unreadable_body()),
+    };
     let req = HttpRequest {
         method: method.as_str().to_owned(),
         headers: headers.iter().map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec())).collect(),
@@ -323,20 +336,7 @@ async fn handle(State(app): State<Arc<App>>, method: Method, headers: HeaderMap,
         (reply, body)
     };
     match reply {
-        Reply::Plain(p) => {
-            let mut resp = match p.body {
-                Some(b) => ([(header::CONTENT_TYPE, "application/json")], b).into_response(),
-                None => ().into_response(),
-            };
-            *resp.status_mut() = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            if let Some(s) = p.session.and_then(|s| HeaderValue::from_str(&s).ok()) {
-                resp.headers_mut().insert("mcp-session-id", s);
-            }
-            if let Some(allow) = p.allow {
-                resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
-            }
-            resp
-        }
+        Reply::Plain(p) => plain_response(&p),
         Reply::Accepted { session, cancel } => {
             if let Some(request) = cancel {
                 app.cancel(&session, &request);
@@ -349,13 +349,23 @@ async fn handle(State(app): State<Arc<App>>, method: Method, headers: HeaderMap,
                 app.start_call(stream.session.clone(), stream.stream, call);
             }
             let mut resp = Response::new(body.unwrap_or_else(Body::empty));
-            let h = resp.headers_mut();
-            h.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-            h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-            if let Ok(s) = HeaderValue::from_str(&stream.session) {
-                h.insert("mcp-session-id", s);
-            }
+            put_headers(&mut resp, sse_headers(&stream.session));
             resp
+        }
+    }
+}
+
+fn plain_response(p: &Plain) -> Response {
+    let mut resp = Response::new(Body::from(p.body.clone().unwrap_or_default()));
+    *resp.status_mut() = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    put_headers(&mut resp, p.headers().iter().map(|(n, v)| (*n, v.as_str())));
+    resp
+}
+
+fn put_headers<'a>(resp: &mut Response, headers: impl IntoIterator<Item = (&'static str, &'a str)>) {
+    for (name, value) in headers {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            resp.headers_mut().insert(name, value);
         }
     }
 }
@@ -379,14 +389,8 @@ fn attach(app: &Arc<App>, core: &mut Core, s: &Stream) -> Body {
     Body::from_stream(SseBody { rx, _detach_on_drop: guard })
 }
 
-fn mint_session_id() -> String {
-    let mut bytes = [0u8; 16];
-    if getrandom::fill(&mut bytes).is_err() {
-        // No OS randomness: fall back to the clock; ids stay unique, just guessable.
-        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-        bytes = t.as_nanos().to_le_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+fn mint_session_id() -> Option<String> {
+    mcp_transport::server::mint_session_id(|bytes| getrandom::fill(bytes).is_ok())
 }
 
 pub fn router(app: Arc<App>) -> axum::Router {

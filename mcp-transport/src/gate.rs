@@ -5,7 +5,8 @@ use resume_gate::{Decision, Event, GateError, Opened, Origin, Polled, RequestId}
 
 pub trait GateApi {
     fn open_session(&mut self, session: &str) -> Result<u64, GateError>;
-    fn has_session(&mut self, session: &str) -> bool;
+    /// `Err` when the store could not tell (the host answers `503`, never `404`).
+    fn has_session(&mut self, session: &str) -> Result<bool, GateError>;
     fn end_session(&mut self, session: &str) -> Result<(), GateError>;
     fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Opened, GateError>;
     fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError>;

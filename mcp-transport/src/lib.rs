@@ -23,3 +23,6 @@ pub mod protocol;
 pub mod server;
 pub mod sse;
 pub mod tools;
+
+#[cfg(test)]
+mod tests;

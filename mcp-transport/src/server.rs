@@ -36,8 +36,16 @@ impl HttpRequest {
     }
 }
 
+/// Largest request body a host reads (`413` beyond); a host stops reading there.
+pub const MAX_BODY_BYTES: usize = 4 << 20;
+/// The `Retry-After` of a `503`: the state store failed or a bound is reached, and a retry
+/// soon may well succeed.
+pub const RETRY_AFTER_SECONDS: u32 = 1;
+/// Bytes of randomness in a session id (hex-encoded: 32 characters).
+const SESSION_ID_BYTES: usize = 16;
+
 /// A reply without a stream.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plain {
     pub status: u16,
     /// `application/json` when there is a body.
@@ -45,6 +53,50 @@ pub struct Plain {
     pub session: Option<String>,
     /// For `405`.
     pub allow: Option<&'static str>,
+    /// Seconds, for `503`.
+    pub retry_after: Option<u32>,
+}
+
+impl Plain {
+    /// The reply for a request body over [`MAX_BODY_BYTES`].
+    pub fn payload_too_large() -> Self {
+        rpc_plain(413, None, INVALID_REQUEST, "Payload Too Large: the request body exceeds 4 MiB")
+    }
+
+    /// The reply for a request body the connection failed to deliver.
+    pub fn unreadable_body() -> Self {
+        rpc_plain(400, None, INVALID_REQUEST, "Bad Request: the request body could not be read")
+    }
+
+    /// The response headers, besides the status: every host writes the same ones.
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut h = Vec::new();
+        if self.body.is_some() {
+            h.push(("content-type", "application/json".to_owned()));
+        }
+        if let Some(s) = &self.session {
+            h.push((SESSION_HEADER, s.clone()));
+        }
+        if let Some(allow) = self.allow {
+            h.push(("allow", allow.to_owned()));
+        }
+        if let Some(seconds) = self.retry_after {
+            h.push(("retry-after", seconds.to_string()));
+        }
+        h
+    }
+}
+
+/// The headers of an SSE reply for `session`.
+pub fn sse_headers(session: &str) -> [(&'static str, &str); 3] {
+    [("content-type", "text/event-stream"), ("cache-control", "no-cache"), (SESSION_HEADER, session)]
+}
+
+/// A new `Mcp-Session-Id`: 128 random bits from `fill`, hex-encoded. `None` when `fill` fails:
+/// a guessable session id is worse than a refused `initialize` (`503`).
+pub fn mint_session_id(fill: impl FnOnce(&mut [u8]) -> bool) -> Option<String> {
+    let mut bytes = [0u8; SESSION_ID_BYTES];
+    fill(&mut bytes).then(|| bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// A `tools/call` for the host to run on `Stream::stream`.
@@ -109,19 +161,32 @@ impl Default for ServerConfig {
 }
 
 fn plain(status: u16, body: Option<String>) -> Reply {
-    Reply::Plain(Plain { status, body, session: None, allow: None })
+    Reply::Plain(Plain { status, body, ..Plain::default() })
 }
 
 fn rpc_plain(status: u16, id: Option<&RequestId>, code: i64, message: &str) -> Plain {
-    Plain { status, body: Some(jsonrpc::error(id, code, message)), session: None, allow: None }
+    Plain { status, body: Some(jsonrpc::error(id, code, message)), ..Plain::default() }
+}
+
+fn unavailable(id: Option<&RequestId>, message: &str) -> Plain {
+    Plain {
+        retry_after: Some(RETRY_AFTER_SECONDS),
+        ..rpc_plain(503, id, INTERNAL_ERROR, &format!("Service Unavailable: {message}"))
+    }
 }
 
 fn rpc_error(status: u16, id: Option<&RequestId>, code: i64, message: &str) -> Reply {
     Reply::Plain(rpc_plain(status, id, code, message))
 }
 
-/// The HTTP answer for a gate error.
+/// The HTTP answer for a gate error. A store failure is `503`, never `404`: a `404` tells
+/// the client its session is gone, and it would start over and run its call again.
 pub fn gate_error_reply(e: &GateError, id: Option<&RequestId>) -> Reply {
+    Reply::Plain(gate_error_plain(e, id))
+}
+
+fn gate_error_plain(e: &GateError, id: Option<&RequestId>) -> Plain {
+    let rpc_error = rpc_plain;
     match e {
         GateError::UnknownSession => rpc_error(404, id, -32001, "Session not found"),
         GateError::InvalidSessionId => {
@@ -133,8 +198,8 @@ pub fn gate_error_reply(e: &GateError, id: Option<&RequestId>) -> Reply {
             INVALID_REQUEST,
             "Invalid Request: this request id was already used in this session",
         ),
-        GateError::TooManySessions | GateError::TooManyStreams => {
-            rpc_error(503, id, INTERNAL_ERROR, &format!("Service Unavailable: {e}"))
+        GateError::TooManySessions | GateError::TooManyStreams | GateError::Store(_) => {
+            unavailable(id, &e.to_string())
         }
         _ => rpc_error(500, id, INTERNAL_ERROR, &format!("Internal error: {e}")),
     }
@@ -149,29 +214,25 @@ impl Server {
         Self { config }
     }
 
-    /// Answers one request. `mint_session_id` is called only for `initialize`.
+    /// Answers one request. `mint_session_id` is called only for `initialize`; `None` (no
+    /// randomness) refuses it with `503`.
     pub fn handle(
         &self,
         gate: &mut (impl GateApi + ?Sized),
         req: &HttpRequest,
-        mint_session_id: impl FnOnce() -> String,
+        mint_session_id: impl FnOnce() -> Option<String>,
     ) -> Reply {
         if let Some(refused) = self.guard_against_rebinding(req) {
             return refused;
         }
         let method = req.method.as_str();
         if !matches!(method, "GET" | "POST" | "DELETE") {
-            return Reply::Plain(Plain {
-                status: 405,
-                body: None,
-                session: None,
-                allow: Some("GET, POST, DELETE"),
-            });
+            return Reply::Plain(Plain { status: 405, allow: Some("GET, POST, DELETE"), ..Plain::default() });
         }
         // A stateless-revision client gets no GET stream (and no resumption); its other
         // requests get the unsupported-version answer below and fall back to `initialize`.
         if method == "GET" && req.header_str(VERSION_HEADER) == Some(protocol::STATELESS) {
-            return Reply::Plain(Plain { status: 405, body: None, session: None, allow: Some("POST") });
+            return Reply::Plain(Plain { status: 405, allow: Some("POST"), ..Plain::default() });
         }
         let version = match req.header(VERSION_HEADER) {
             None => protocol::ASSUMED,
@@ -201,7 +262,8 @@ impl Server {
             .then(|| rpc_error(403, None, INVALID_REQUEST, "Forbidden: Host or Origin not allowed"))
     }
 
-    /// The session a non-initialize request belongs to: `400` without one, `404` if unknown.
+    /// The session a non-initialize request belongs to: `400` without one or with one that is
+    /// not a session id, `404` if unknown, `503` if the store cannot tell.
     fn session(&self, gate: &mut (impl GateApi + ?Sized), req: &HttpRequest) -> Result<String, Plain> {
         let Some(raw) = req.header(SESSION_HEADER) else {
             return Err(rpc_plain(
@@ -211,16 +273,15 @@ impl Server {
                 "Bad Request: Mcp-Session-Id header is required",
             ));
         };
-        let Some(id) = std::str::from_utf8(raw)
-            .ok()
-            .filter(|s| !s.is_empty() && s.bytes().all(|b| (0x21..=0x7e).contains(&b)))
+        let Some(id) = std::str::from_utf8(raw).ok().filter(|s| resume_gate::validate_session_id(s).is_ok())
         else {
             return Err(rpc_plain(400, None, INVALID_REQUEST, "Bad Request: invalid Mcp-Session-Id"));
         };
-        if !gate.has_session(id) {
-            return Err(rpc_plain(404, None, -32001, "Session not found"));
+        match gate.has_session(id) {
+            Ok(true) => Ok(id.to_owned()),
+            Ok(false) => Err(rpc_plain(404, None, -32001, "Session not found")),
+            Err(e) => Err(gate_error_plain(&e, None)),
         }
-        Ok(id.to_owned())
     }
 
     fn accepts(req: &HttpRequest, media: &str) -> bool {
@@ -232,7 +293,7 @@ impl Server {
         gate: &mut (impl GateApi + ?Sized),
         req: &HttpRequest,
         version: &str,
-        mint: impl FnOnce() -> String,
+        mint: impl FnOnce() -> Option<String>,
     ) -> Reply {
         let json_body = req
             .header_str("content-type")
@@ -353,7 +414,7 @@ impl Server {
         req: &HttpRequest,
         id: &RequestId,
         params: &Value,
-        mint: impl FnOnce() -> String,
+        mint: impl FnOnce() -> Option<String>,
     ) -> Reply {
         if !Self::accepts(req, "application/json") {
             return rpc_error(
@@ -364,7 +425,9 @@ impl Server {
             );
         }
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        let session = mint();
+        let Some(session) = mint() else {
+            return Reply::Plain(unavailable(Some(id), "no randomness to mint a session id"));
+        };
         if let Err(e) = gate.open_session(&session) {
             return gate_error_reply(&e, Some(id));
         }
@@ -377,7 +440,7 @@ impl Server {
             status: 200,
             body: Some(jsonrpc::result(id, result)),
             session: Some(session),
-            allow: None,
+            ..Plain::default()
         })
     }
 

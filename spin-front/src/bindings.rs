@@ -26,8 +26,8 @@ impl GateApi for ImportedGate {
         gate::open_session(session).map(|i| i.epoch).map_err(convert::from_wit_error)
     }
 
-    fn has_session(&mut self, session: &str) -> bool {
-        gate::has_session(session)
+    fn has_session(&mut self, session: &str) -> Result<bool, GateError> {
+        gate::has_session(session).map_err(convert::from_wit_error)
     }
 
     fn end_session(&mut self, session: &str) -> Result<(), GateError> {

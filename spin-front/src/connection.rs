@@ -1,12 +1,10 @@
 //! `wasi:http` in and out: the request read whole (bounded), and a response whose head goes
 //! out together with what is ready, after which a tool's events leave as they are recorded.
 
-use mcp_transport::server::{HttpRequest, Plain};
+use mcp_transport::server::{HttpRequest, MAX_BODY_BYTES, Plain};
 use spin_sdk::http::{Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam};
 use wasi::io::streams::{OutputStream, StreamError};
 
-/// Largest request body accepted (`413` beyond), as in host-example.
-pub const MAX_BODY_BYTES: usize = 4 << 20;
 /// Bytes asked for per read of the request body.
 const READ_CHUNK: u64 = 64 << 10;
 
@@ -16,24 +14,6 @@ pub fn now_ms() -> u64 {
 
 pub fn sleep_ms(ms: u64) {
     wasi::clocks::monotonic_clock::subscribe_duration(ms.saturating_mul(1_000_000)).block();
-}
-
-fn too_large() -> Plain {
-    let body = mcp_transport::jsonrpc::error(
-        None,
-        mcp_transport::jsonrpc::INVALID_REQUEST,
-        "Payload Too Large: the request body exceeds 4 MiB",
-    );
-    Plain { status: 413, body: Some(body), session: None, allow: None }
-}
-
-fn unreadable() -> Plain {
-    let body = mcp_transport::jsonrpc::error(
-        None,
-        mcp_transport::jsonrpc::INVALID_REQUEST,
-        "Bad Request: the request body could not be read",
-    );
-    Plain { status: 400, body: Some(body), session: None, allow: None }
 }
 
 /// The request as the transport reads it; `Err` is the reply for a body too large or broken.
@@ -50,17 +30,17 @@ pub fn read_request(request: &IncomingRequest) -> Result<HttpRequest, Plain> {
     }
     let mut body = Vec::new();
     if let Ok(incoming) = request.consume() {
-        let stream = incoming.stream().map_err(|()| unreadable())?;
+        let stream = incoming.stream().map_err(|()| Plain::unreadable_body())?;
         loop {
             match stream.blocking_read(READ_CHUNK) {
                 Ok(chunk) => {
                     if body.len() + chunk.len() > MAX_BODY_BYTES {
-                        return Err(too_large());
+                        return Err(Plain::payload_too_large());
                     }
                     body.extend_from_slice(&chunk);
                 }
                 Err(StreamError::Closed) => break,
-                Err(StreamError::LastOperationFailed(_)) => return Err(unreadable()),
+                Err(StreamError::LastOperationFailed(_)) => return Err(Plain::unreadable_body()),
             }
         }
     }
@@ -77,16 +57,8 @@ fn respond(out: ResponseOutparam, status: u16, headers: &[(&str, &str)], body: &
 }
 
 pub fn reply_plain(out: ResponseOutparam, p: Plain) {
-    let mut headers = Vec::new();
-    if p.body.is_some() {
-        headers.push(("content-type", "application/json"));
-    }
-    if let Some(session) = &p.session {
-        headers.push(("mcp-session-id", session.as_str()));
-    }
-    if let Some(allow) = p.allow {
-        headers.push(("allow", allow));
-    }
+    let headers = p.headers();
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
     respond(out, p.status, &headers, p.body.as_deref().unwrap_or("").as_bytes());
 }
 
@@ -114,12 +86,7 @@ pub struct Connection {
 impl Connection {
     /// An SSE response (`200`, `text/event-stream`) for `session`.
     pub fn open(out: ResponseOutparam, session: &str) -> Self {
-        let headers = [
-            ("content-type", "text/event-stream"),
-            ("cache-control", "no-cache"),
-            ("mcp-session-id", session),
-        ];
-        Self::new(out, 200, &headers)
+        Self::new(out, 200, &mcp_transport::server::sse_headers(session))
     }
 
     fn new(out: ResponseOutparam, status: u16, headers: &[(&str, &str)]) -> Self {

@@ -199,6 +199,13 @@ fn allowed_hosts() -> AllowedHosts {
         .map_or_else(|_| AllowedHosts::localhost(), |v| AllowedHosts::from_list(&v))
 }
 
-fn mint_session_id() -> String {
-    wasi::random::random::get_random_bytes(16).iter().map(|b| format!("{b:02x}")).collect()
+fn mint_session_id() -> Option<String> {
+    mcp_transport::server::mint_session_id(|bytes| {
+        let random = wasi::random::random::get_random_bytes(bytes.len() as u64);
+        let ok = random.len() == bytes.len();
+        if ok {
+            bytes.copy_from_slice(&random);
+        }
+        ok
+    })
 }

@@ -170,7 +170,8 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let only: Vec<&str> = args.windows(2).filter(|w| w[0] == "--side").map(|w| w[1].as_str()).collect();
     let wanted = |name: &str| only.is_empty() || only.contains(&name);
-    let starts: [(&'static str, fn() -> Result<Side>); 6] = [
+    type Start = (&'static str, fn() -> Result<Side>);
+    let starts: [Start; 6] = [
         ("host-example", || Ok(in_process("host-example", TestServer::host_example()))),
         ("host-example --no-gate", || {
             Ok(in_process("host-example --no-gate", TestServer::host_example_without_gate()))

@@ -323,7 +323,7 @@ fn instantiate(c: &mut Criterion) {
             b.iter(|| {
                 let mut host = GateHost::from_pre(&pre, WasiCtxBuilder::new().build()).unwrap();
                 let (gate, store) = host.gate();
-                assert!(!gate.call_has_session(store, SESSION).unwrap());
+                assert_eq!(gate.call_has_session(store, SESSION).unwrap(), Ok(false));
             })
         });
         let pre_kv = gate_kv::prepare(&engine).expect("link gate-kv");
@@ -332,7 +332,7 @@ fn instantiate(c: &mut Criterion) {
             b.iter(|| {
                 let mut instance = GateKvInstance::new(&pre_kv, kv.clone()).unwrap();
                 let (gate, store) = instance.gate();
-                assert!(!gate.call_has_session(store, SESSION).unwrap());
+                assert_eq!(gate.call_has_session(store, SESSION).unwrap(), Ok(false));
             })
         });
     }

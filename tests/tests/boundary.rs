@@ -51,8 +51,8 @@ fn huge_and_invalid_inputs_get_typed_errors_or_fresh_decisions_never_a_trap() {
     assert_eq!(g.call_open_session(&mut *store, "").unwrap(), Err(GateError::InvalidSessionId));
     assert_eq!(g.call_open_session(&mut *store, "bad\nid").unwrap(), Err(GateError::InvalidSessionId));
     assert_eq!(g.call_end_session(&mut *store, "nobody").unwrap(), Err(GateError::UnknownSession));
-    assert!(!g.call_has_session(&mut *store, &huge).unwrap());
-    assert!(!g.call_has_session(&mut *store, "nobody").unwrap());
+    assert_eq!(g.call_has_session(&mut *store, &huge).unwrap(), Ok(false));
+    assert_eq!(g.call_has_session(&mut *store, "nobody").unwrap(), Ok(false));
     assert_eq!(
         g.call_open_stream(&mut *store, &huge, &Origin::Standalone).unwrap(),
         Err(GateError::InvalidSessionId)
@@ -142,4 +142,35 @@ proptest! {
         }
         still_works(&mut w);
     }
+}
+
+/// A host that still meets a trap (here: the host refuses the component more linear memory, so
+/// its allocator fails) recreates the instance, answers with a store error (`503`, never
+/// `404`), and serves on; the memory world's sessions went with the old instance.
+#[test]
+fn a_trap_recreates_the_instance_and_is_a_store_error_never_unknown_session() {
+    use host_example::GateHost;
+    use mcp_transport::gate::GateApi;
+    let (engine, component) = compiled_gate();
+    let mut host = GateHost::new(&engine, &component).unwrap();
+    host.open_session("victim").unwrap();
+    let origin = resume_gate::Origin::Request(resume_gate::RequestId::Number(1));
+    let cap = host.linear_memory_bytes() + (4 << 20);
+    let mut host = host.with_memory_limit(cap);
+    let big = "x".repeat(256 << 10);
+    let failure = (0..32)
+        .find_map(|i| {
+            let origin = resume_gate::Origin::Request(resume_gate::RequestId::Number(i));
+            let stream = match host.open_stream("victim", &origin) {
+                Ok(opened) => opened.stream,
+                Err(e) => return Some(e),
+            };
+            (0..4).find_map(|_| host.emit("victim", stream, &big).err())
+        })
+        .expect("the memory cap is reached");
+    assert!(matches!(failure, resume_gate::GateError::Store(_)), "{failure:?}");
+    assert_eq!(host.has_session("victim"), Ok(false), "a new instance: the session went with the old one");
+    host.open_session("after").unwrap();
+    let opened = host.open_stream("after", &origin).unwrap();
+    host.emit("after", opened.stream, "ok").unwrap();
 }

@@ -1,0 +1,445 @@
+//! The transport's rules, in process: the real core `Gate` behind `GateApi`, no sockets, no
+//! wasm (as quinn-proto keeps its protocol tests in the protocol crate). Every status rule,
+//! every guard, and the stale and stranded paths a host relies on.
+
+use resume_gate::{Decision, Event, Gate, GateError, Opened, Origin, Polled, RequestId};
+use serde_json::{Value, json};
+
+use crate::gate::GateApi;
+use crate::hosts::AllowedHosts;
+use crate::jsonrpc::{INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RESULT_LOST};
+use crate::server::{HttpRequest, Plain, Reply, Server, ServerConfig, Stream};
+
+/// The core gate with a clock that ticks per call, and a switch that makes every call fail as a
+/// broken store would.
+struct NativeGate {
+    gate: Gate,
+    now: u64,
+    broken: bool,
+}
+
+impl NativeGate {
+    fn new() -> Self {
+        Self { gate: Gate::in_memory(resume_gate::Config::default()).unwrap(), now: 1_000, broken: false }
+    }
+
+    fn tick(&mut self) -> Result<u64, GateError> {
+        if self.broken {
+            return Err(GateError::Store("the store is down".into()));
+        }
+        self.now += 1;
+        Ok(self.now)
+    }
+}
+
+impl GateApi for NativeGate {
+    fn open_session(&mut self, session: &str) -> Result<u64, GateError> {
+        let now = self.tick()?;
+        self.gate.open_session(session, now, now.to_le_bytes()).map(|i| i.epoch)
+    }
+    fn has_session(&mut self, session: &str) -> Result<bool, GateError> {
+        self.tick()?;
+        self.gate.has_session(session)
+    }
+    fn end_session(&mut self, session: &str) -> Result<(), GateError> {
+        self.tick()?;
+        self.gate.end_session(session)
+    }
+    fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Opened, GateError> {
+        let now = self.tick()?;
+        self.gate.open_stream(session, origin.clone(), now)
+    }
+    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+        let now = self.tick()?;
+        self.gate.emit(session, stream, data.to_owned(), now)
+    }
+    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+        let now = self.tick()?;
+        self.gate.terminal(session, stream, data.to_owned(), now)
+    }
+    fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<(), GateError> {
+        let now = self.tick()?;
+        self.gate.detach(session, stream, attachment, now)
+    }
+    fn abort(&mut self, session: &str, stream: u64) -> Result<(), GateError> {
+        self.tick()?;
+        self.gate.abort(session, stream)
+    }
+    fn abort_request(&mut self, session: &str, id: &RequestId) -> Result<bool, GateError> {
+        self.tick()?;
+        self.gate.abort_request(session, id)
+    }
+    fn poll(&mut self, session: &str, stream: u64, attachment: u32, after: u64) -> Result<Polled, GateError> {
+        self.tick()?;
+        self.gate.poll(session, stream, attachment, after)
+    }
+    fn reconnect(&mut self, session: &str, cursor: &[u8], origin: &Origin) -> Result<Decision, GateError> {
+        let now = self.tick()?;
+        self.gate.reconnect(session, cursor, origin.clone(), now)
+    }
+}
+
+const VERSION: &str = "2025-11-25";
+
+struct Harness {
+    server: Server,
+    gate: NativeGate,
+    minted: u32,
+}
+
+impl Harness {
+    fn new() -> Self {
+        Self { server: Server::new(ServerConfig::default()), gate: NativeGate::new(), minted: 0 }
+    }
+
+    fn handle(&mut self, req: &HttpRequest) -> Reply {
+        self.minted += 1;
+        let id = format!("session-{}", self.minted);
+        self.server.handle(&mut self.gate, req, || Some(id))
+    }
+
+    fn initialize(&mut self) -> String {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": VERSION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        match self.handle(&post(None, &body)) {
+            Reply::Plain(Plain { status: 200, session: Some(s), .. }) => s,
+            other => panic!("initialize failed: {other:?}"),
+        }
+    }
+
+    fn call(&mut self, session: &str, id: i64, method: &str) -> Stream {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}});
+        stream(self.handle(&post(Some(session), &body)))
+    }
+
+    fn get(&mut self, session: &str, cursor: &str) -> Stream {
+        let mut req = request("GET", Some(session));
+        req.headers.push(("last-event-id".into(), cursor.as_bytes().to_vec()));
+        stream(self.handle(&req))
+    }
+}
+
+fn request(method: &str, session: Option<&str>) -> HttpRequest {
+    let mut headers = vec![
+        ("host".to_owned(), b"localhost:8080".to_vec()),
+        ("accept".to_owned(), b"application/json, text/event-stream".to_vec()),
+        ("content-type".to_owned(), b"application/json".to_vec()),
+        ("mcp-protocol-version".to_owned(), VERSION.as_bytes().to_vec()),
+    ];
+    if let Some(s) = session {
+        headers.push(("mcp-session-id".to_owned(), s.as_bytes().to_vec()));
+    }
+    HttpRequest { method: method.into(), headers, body: Vec::new() }
+}
+
+fn post(session: Option<&str>, body: &Value) -> HttpRequest {
+    HttpRequest { body: body.to_string().into_bytes(), ..request("POST", session) }
+}
+
+fn with_header(mut req: HttpRequest, name: &str, value: &[u8]) -> HttpRequest {
+    req.headers.retain(|(n, _)| n != name);
+    req.headers.push((name.to_owned(), value.to_vec()));
+    req
+}
+
+fn plain(reply: Reply) -> Plain {
+    match reply {
+        Reply::Plain(p) => p,
+        other => panic!("expected a plain reply, got {other:?}"),
+    }
+}
+
+fn stream(reply: Reply) -> Stream {
+    match reply {
+        Reply::Stream(s) => s,
+        other => panic!("expected a stream, got {other:?}"),
+    }
+}
+
+fn error_code(p: &Plain) -> i64 {
+    let body: Value = serde_json::from_str(p.body.as_deref().expect("a JSON-RPC error body")).unwrap();
+    body["error"]["code"].as_i64().expect("an error code")
+}
+
+/// The JSON of each `data:` frame (priming frames have none).
+fn messages(s: &Stream) -> Vec<Value> {
+    s.frames
+        .iter()
+        .filter_map(|f| f.lines().find_map(|l| l.strip_prefix("data:")).map(str::trim))
+        .filter(|d| !d.is_empty())
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+fn first_id(s: &Stream) -> String {
+    s.frames[0].lines().find_map(|l| l.strip_prefix("id: ")).unwrap().to_owned()
+}
+
+mod guards {
+    use super::*;
+
+    #[test]
+    fn methods_other_than_get_post_delete_are_405_with_allow() {
+        let mut h = Harness::new();
+        let p = plain(h.handle(&request("PUT", None)));
+        assert_eq!((p.status, p.allow), (405, Some("GET, POST, DELETE")));
+        assert!(p.headers().contains(&("allow", "GET, POST, DELETE".into())));
+    }
+
+    #[test]
+    fn an_unsupported_protocol_version_is_400() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let req = with_header(request("GET", Some(&s)), "mcp-protocol-version", b"1999-01-01");
+        let p = plain(h.handle(&req));
+        assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST));
+    }
+
+    #[test]
+    fn a_foreign_host_or_origin_is_403_before_anything_else() {
+        let mut h = Harness::new();
+        for (name, value) in [("host", &b"evil.example"[..]), ("origin", b"https://evil.example")] {
+            let p = plain(h.handle(&with_header(request("PUT", None), name, value)));
+            assert_eq!(p.status, 403, "{name}");
+        }
+        h.server.config.allowed_hosts = AllowedHosts::new(["mcp.example.com"]);
+        let req = with_header(request("GET", None), "host", b"mcp.example.com:443");
+        assert_eq!(plain(h.handle(&req)).status, 400, "allowed; refused later for the missing session");
+    }
+
+    #[test]
+    fn media_types_are_checked() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let req = with_header(post(Some(&s), &json!({})), "content-type", b"text/plain");
+        assert_eq!(plain(h.handle(&req)).status, 415);
+        let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+        let req = with_header(post(Some(&s), &ping), "accept", b"application/json");
+        assert_eq!(plain(h.handle(&req)).status, 406);
+    }
+
+    #[test]
+    fn bodies_that_are_not_json_rpc_get_the_matching_error() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let mut req = post(Some(&s), &json!({}));
+        req.body = b"{nope".to_vec();
+        let p = plain(h.handle(&req));
+        assert_eq!((p.status, error_code(&p)), (400, PARSE_ERROR));
+        let p = plain(h.handle(&post(Some(&s), &json!({"jsonrpc": "2.0", "id": true, "method": "ping"}))));
+        assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST));
+    }
+
+    #[test]
+    fn an_unknown_method_is_answered_on_its_stream_with_32601() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let st = h.call(&s, 1, "no/such");
+        assert_eq!(messages(&st)[0]["error"]["code"], json!(METHOD_NOT_FOUND));
+        assert!(st.close);
+    }
+}
+
+mod sessions {
+    use super::*;
+
+    #[test]
+    fn no_session_header_is_400_an_unknown_one_404() {
+        let mut h = Harness::new();
+        assert_eq!(plain(h.handle(&request("GET", None))).status, 400);
+        let p = plain(h.handle(&request("GET", Some("nobody"))));
+        assert_eq!((p.status, error_code(&p)), (404, -32001));
+    }
+
+    #[test]
+    fn a_session_id_that_is_not_one_is_400_never_404() {
+        let mut h = Harness::new();
+        for bad in ["x".repeat(129), "a b".into(), "é".into()] {
+            let p = plain(h.handle(&request("GET", Some(&bad))));
+            assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST), "{bad:?}");
+        }
+        let p = plain(h.handle(&request("GET", Some(&"x".repeat(128)))));
+        assert_eq!(p.status, 404, "128 characters is a valid id, just not an open one");
+    }
+
+    #[test]
+    fn a_store_failure_is_503_with_retry_after_never_404() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        h.gate.broken = true;
+        for req in [request("GET", Some(&s)), request("DELETE", Some(&s))] {
+            let p = plain(h.handle(&req));
+            assert_eq!(p.status, 503, "{}", req.method);
+            assert!(p.headers().contains(&("retry-after", "1".into())));
+        }
+        let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+        assert_eq!(plain(h.handle(&post(Some(&s), &ping))).status, 503);
+        h.gate.broken = false;
+        assert_eq!(messages(&h.call(&s, 1, "ping"))[0]["result"], json!({}), "the session lived on");
+    }
+
+    #[test]
+    fn initialize_without_randomness_is_503() {
+        let mut h = Harness::new();
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}});
+        let p = plain(h.server.handle(&mut h.gate, &post(None, &body), || None));
+        assert_eq!(p.status, 503);
+        assert_eq!(p.session, None);
+    }
+
+    #[test]
+    fn delete_ends_the_session() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        assert_eq!(plain(h.handle(&request("DELETE", Some(&s)))).status, 200);
+        assert_eq!(plain(h.handle(&request("GET", Some(&s)))).status, 404);
+    }
+
+    #[test]
+    fn mint_session_id_is_128_random_bits_in_hex() {
+        let id = crate::server::mint_session_id(|b| {
+            b.fill(0xab);
+            true
+        });
+        assert_eq!(id.as_deref(), Some("abababababababababababababababab"));
+        assert_eq!(crate::server::mint_session_id(|_| false), None);
+    }
+}
+
+mod streams {
+    use super::*;
+
+    #[test]
+    fn a_post_request_gets_priming_then_its_response_and_closes() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let st = h.call(&s, 7, "ping");
+        assert_eq!(st.frames.len(), 2, "priming and the response");
+        assert!(st.close);
+        assert_eq!(messages(&st), [json!({"jsonrpc": "2.0", "id": 7, "result": {}})]);
+    }
+
+    #[test]
+    fn a_request_id_is_used_once_per_session() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        h.call(&s, 1, "ping");
+        let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+        let p = plain(h.handle(&post(Some(&s), &ping)));
+        assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST));
+        let other = h.initialize();
+        h.call(&other, 1, "ping");
+    }
+
+    #[test]
+    fn a_tools_call_is_handed_to_the_host_on_an_open_stream() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let body = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+            "params": {"name": "countdown", "arguments": {"n": 1}}});
+        let st = stream(h.handle(&post(Some(&s), &body)));
+        assert!(!st.close);
+        assert_eq!(st.call.expect("a pending call").request_id, RequestId::Number(3));
+    }
+}
+
+mod reconnects {
+    use super::*;
+
+    /// A request stream that lost its connection after one progress event.
+    fn dropped_call(h: &mut Harness, s: &str, id: i64) -> (u64, String) {
+        let opened = h.gate.open_stream(s, &Origin::Request(RequestId::Number(id))).unwrap();
+        let event =
+            h.gate.emit(s, opened.stream, r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#).unwrap();
+        h.gate.detach(s, opened.stream, opened.attachment).unwrap();
+        (opened.stream, event.id)
+    }
+
+    #[test]
+    fn a_get_with_a_valid_cursor_resumes_with_exactly_the_missed_events() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let (stream, cursor) = dropped_call(&mut h, &s, 1);
+        h.gate.terminal(&s, stream, r#"{"jsonrpc":"2.0","id":1,"result":{}}"#).unwrap();
+        let st = h.get(&s, &cursor);
+        assert!(st.decision.as_ref().unwrap().resumed);
+        assert_eq!(messages(&st), [json!({"jsonrpc": "2.0", "id": 1, "result": {}})]);
+        assert!(st.close, "the terminal was replayed");
+        let terminal = st.frames.last().unwrap().lines().find_map(|l| l.strip_prefix("id: ")).unwrap();
+        let again = h.get(&s, terminal);
+        assert_eq!(again.decision.unwrap().reason, Some(resume_gate::StaleReason::Completed));
+    }
+
+    #[test]
+    fn a_stranded_request_is_answered_with_32001_on_the_fresh_stream() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        dropped_call(&mut h, &s, 1);
+        // Two GET streams: the second supersedes the first and strands nothing (standalone).
+        let g1 = stream(h.handle(&request("GET", Some(&s))));
+        let _g2 = stream(h.handle(&request("GET", Some(&s))));
+        let st = h.get(&s, &first_id(&g1));
+        assert_eq!(st.decision.unwrap().stranded, None);
+        // A request stream whose events after the cursor were evicted is stranded.
+        h.gate
+            .gate
+            .configure(resume_gate::Config { max_events_per_stream: 1, ..Default::default() })
+            .unwrap();
+        let opened = h.gate.open_stream(&s, &Origin::Request(RequestId::Number(2))).unwrap();
+        let early = h.gate.emit(&s, opened.stream, "{}").unwrap();
+        h.gate.emit(&s, opened.stream, "{}").unwrap();
+        h.gate.emit(&s, opened.stream, "{}").unwrap();
+        let st = h.get(&s, &early.id);
+        let m = messages(&st);
+        assert_eq!(m[0]["id"], json!(2));
+        assert_eq!(m[0]["error"]["code"], json!(RESULT_LOST));
+        assert!(!st.close, "a fresh stream stays open");
+    }
+
+    #[test]
+    fn a_cancelled_request_is_never_resumed_and_never_answered() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let (_, cursor) = dropped_call(&mut h, &s, 4);
+        let cancel =
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}});
+        let Reply::Accepted { cancel: Some(id), .. } = h.handle(&post(Some(&s), &cancel)) else {
+            panic!("a cancellation is accepted and names its request")
+        };
+        assert!(h.gate.abort_request(&s, &id).unwrap());
+        let st = h.get(&s, &cursor);
+        let d = st.decision.clone().unwrap();
+        assert!(!d.resumed);
+        assert_eq!(d.stranded, None);
+        assert!(messages(&st).is_empty(), "no response for a cancelled request: {:?}", st.frames);
+    }
+
+    #[test]
+    fn a_cursor_of_another_session_or_a_post_never_resumes() {
+        let mut h = Harness::new();
+        let a = h.initialize();
+        let b = h.initialize();
+        let (_, cursor) = dropped_call(&mut h, &a, 1);
+        let st = h.get(&b, &cursor);
+        assert_eq!(st.decision.unwrap().reason, Some(resume_gate::StaleReason::OtherSession));
+        let ping = json!({"jsonrpc": "2.0", "id": 9, "method": "ping"});
+        let req = with_header(post(Some(&a), &ping), "last-event-id", cursor.as_bytes());
+        let st = stream(h.handle(&req));
+        assert_eq!(st.decision.as_ref().unwrap().reason, Some(resume_gate::StaleReason::PostNeverResumes));
+        assert_eq!(messages(&st), [json!({"jsonrpc": "2.0", "id": 9, "result": {}})]);
+    }
+
+    #[test]
+    fn garbage_cursors_start_fresh() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        for cursor in ["", "1-2-3", &"9".repeat(10_000)] {
+            let st = h.get(&s, cursor);
+            assert_eq!(
+                st.decision.unwrap().reason,
+                Some(resume_gate::StaleReason::Malformed),
+                "{cursor:.20}"
+            );
+        }
+    }
+}
