@@ -304,6 +304,7 @@ impl From<GateError> for wit::GateError {
             GateError::StreamFinished => Self::StreamFinished,
             GateError::NotARequestStream => Self::NotARequestStream,
             GateError::DuplicateRequestId => Self::DuplicateRequestId,
+            GateError::InvalidRequestId => Self::InvalidRequestId,
             GateError::TooManySessions => Self::TooManySessions,
             GateError::TooManyStreams => Self::TooManyStreams,
             GateError::Store(why) => Self::StoreFailure(why),

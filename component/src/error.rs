@@ -23,6 +23,8 @@ pub enum GateError {
     NotARequestStream,
     /// A JSON-RPC request id may open only one stream per session (JSON-RPC error -32600).
     DuplicateRequestId,
+    /// A text request id longer than 256 bytes (JSON-RPC error -32600).
+    InvalidRequestId,
     /// `max-sessions` reached and no idle session could be reclaimed (HTTP 503).
     TooManySessions,
     /// `max-streams-per-session` reached and every stream is still live (HTTP 503).
@@ -41,6 +43,7 @@ impl fmt::Display for GateError {
             Self::StreamFinished => f.write_str("stream already finished"),
             Self::NotARequestStream => f.write_str("a standalone stream has no terminal event"),
             Self::DuplicateRequestId => f.write_str("request id already used in this session"),
+            Self::InvalidRequestId => f.write_str("request id longer than 256 bytes"),
             Self::TooManySessions => f.write_str("too many sessions"),
             Self::TooManyStreams => f.write_str("too many streams in this session"),
             Self::Store(why) => write!(f, "state store failure: {why}"),

@@ -160,7 +160,10 @@ impl<S: Store> Gate<S> {
 
     /// Opens a stream of `origin` in the session and returns its priming event.
     pub fn open_stream(&mut self, session: &str, origin: Origin, now: Millis) -> Result<Opened, GateError> {
-        let r = self.session(session).and_then(|(s, _)| self.open_stream_in(&s, origin, now));
+        let r = origin
+            .validate()
+            .and_then(|()| self.session(session))
+            .and_then(|(s, _)| self.open_stream_in(&s, origin, now));
         self.counted(r)
     }
 
@@ -235,7 +238,7 @@ impl<S: Store> Gate<S> {
         origin: Origin,
         now: Millis,
     ) -> Result<Decision, GateError> {
-        let r = self.reconnect_inner(session, cursor, origin, now);
+        let r = origin.validate().and_then(|()| self.reconnect_inner(session, cursor, origin, now));
         self.counted(r)
     }
 

@@ -43,4 +43,4 @@ pub use error::{GateError, StoreError};
 pub use gate::{Decision, Event, FreshStart, Gate, Opened, Polled, Resumption, SessionInfo};
 pub use session::{MAX_SESSION_ID_LEN, validate_session_id};
 pub use store::{MemoryStats, MemoryStore, Store};
-pub use stream::{EventKey, Origin, RequestId, Seq, StreamNo, StreamState};
+pub use stream::{EventKey, MAX_REQUEST_ID_LEN, Origin, RequestId, Seq, StreamNo, StreamState};

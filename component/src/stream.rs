@@ -21,6 +21,20 @@ pub enum RequestId {
     Text(String),
 }
 
+/// Longest text request id the gate stores (an id is kept with its stream and its claim).
+pub const MAX_REQUEST_ID_LEN: usize = 256;
+
+impl RequestId {
+    pub fn validate(&self) -> Result<(), crate::error::GateError> {
+        match self {
+            RequestId::Text(s) if s.len() > MAX_REQUEST_ID_LEN => {
+                Err(crate::error::GateError::InvalidRequestId)
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// What a fresh stream for an HTTP request would be: GET → `Standalone`, POST → `Request`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Origin {
@@ -29,6 +43,10 @@ pub enum Origin {
 }
 
 impl Origin {
+    pub fn validate(&self) -> Result<(), crate::error::GateError> {
+        self.request_id().map_or(Ok(()), RequestId::validate)
+    }
+
     pub fn request_id(&self) -> Option<&RequestId> {
         match self {
             Origin::Standalone => None,

@@ -117,6 +117,7 @@ macro_rules! wit_conversions {
                 wit::GateError::StreamFinished => $crate::GateError::StreamFinished,
                 wit::GateError::NotARequestStream => $crate::GateError::NotARequestStream,
                 wit::GateError::DuplicateRequestId => $crate::GateError::DuplicateRequestId,
+                wit::GateError::InvalidRequestId => $crate::GateError::InvalidRequestId,
                 wit::GateError::TooManySessions => $crate::GateError::TooManySessions,
                 wit::GateError::TooManyStreams => $crate::GateError::TooManyStreams,
                 wit::GateError::StoreFailure(why) => $crate::GateError::Store(why),

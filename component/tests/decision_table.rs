@@ -544,6 +544,20 @@ mod sessions_and_bounds {
     }
 
     #[test]
+    fn text_request_ids_are_bounded_and_a_refused_one_changes_nothing() {
+        let mut f = Fixture::new();
+        let (opened, _) = f.dropped_stream(1, 2);
+        let fits = Origin::Request(RequestId::Text("i".repeat(256)));
+        assert!(f.gate.open_stream(S, fits, f.now).is_ok());
+        let long = Origin::Request(RequestId::Text("i".repeat(257)));
+        assert_eq!(f.gate.open_stream(S, long.clone(), f.now), Err(GateError::InvalidRequestId));
+        let cursor = opened.priming.id.as_bytes();
+        assert_eq!(f.gate.reconnect(S, cursor, long, f.now), Err(GateError::InvalidRequestId));
+        let still = resumed(f.get_bytes(cursor));
+        assert_eq!(still.events.len(), 2, "the refused reconnect left the stream as it was");
+    }
+
+    #[test]
     fn a_request_id_opens_only_one_stream_per_session() {
         let mut f = Fixture::new();
         f.post(1);

@@ -1,6 +1,9 @@
 //! JSON-RPC 2.0 as MCP uses it: ids are strings or integers, never null.
+//!
+//! Ids and method names are bounded here, before anything stores or echoes them: an
+//! oversized one gets an error that names the limit, not the value.
 
-use resume_gate::RequestId;
+use resume_gate::{MAX_REQUEST_ID_LEN, RequestId};
 use serde_json::{Value, json};
 
 pub const PARSE_ERROR: i64 = -32700;
@@ -8,6 +11,9 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
+/// Longest method name accepted; longer ones are `-32601` without being echoed.
+pub const MAX_METHOD_LEN: usize = 128;
+
 /// Server-defined: the result of this request was lost with its stream and will never come.
 pub const RESULT_LOST: i64 = -32001;
 
@@ -34,6 +40,8 @@ pub enum ParseError {
     Batch,
     /// JSON, but not a JSON-RPC 2.0 message; says why.
     Invalid(&'static str),
+    /// A method name over [`MAX_METHOD_LEN`] bytes: no such method exists.
+    MethodTooLong { id: Option<RequestId> },
 }
 
 impl ParseError {
@@ -41,6 +49,15 @@ impl ParseError {
         match self {
             ParseError::NotJson => PARSE_ERROR,
             ParseError::Batch | ParseError::Invalid(_) => INVALID_REQUEST,
+            ParseError::MethodTooLong { .. } => METHOD_NOT_FOUND,
+        }
+    }
+
+    /// The request's id, when it could be read and may be echoed.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            ParseError::MethodTooLong { id } => id.as_ref(),
+            _ => None,
         }
     }
 
@@ -49,6 +66,7 @@ impl ParseError {
             ParseError::NotJson => "Parse error: the body is not JSON",
             ParseError::Batch => "Invalid Request: JSON-RPC batches are not supported",
             ParseError::Invalid(why) => why,
+            ParseError::MethodTooLong { .. } => "Method not found: method names are at most 128 bytes",
         }
     }
 }
@@ -67,16 +85,18 @@ pub fn parse(body: &[u8]) -> Result<Message, ParseError> {
     if !matches!(params, Value::Null | Value::Object(_) | Value::Array(_)) {
         return Err(ParseError::Invalid("Invalid Request: params must be an object"));
     }
+    const NOT_AN_ID: ParseError = ParseError::Invalid("Invalid Request: id must be a string or an integer");
     let id = match obj.get("id") {
         None => None,
-        Some(Value::String(s)) => Some(RequestId::Text(s.clone())),
-        Some(Value::Number(n)) => match n.as_i64() {
-            Some(n) => Some(RequestId::Number(n)),
-            None => return Err(ParseError::Invalid("Invalid Request: id must be a string or an integer")),
-        },
-        Some(_) => return Err(ParseError::Invalid("Invalid Request: id must be a string or an integer")),
+        Some(Value::String(s)) if s.len() > MAX_REQUEST_ID_LEN => {
+            return Err(ParseError::Invalid("Invalid Request: a string id is at most 256 bytes"));
+        }
+        Some(v) => Some(id_from_value(v).ok_or(NOT_AN_ID)?),
     };
     match (obj.get("method"), id) {
+        (Some(Value::String(method)), id) if method.len() > MAX_METHOD_LEN => {
+            Err(ParseError::MethodTooLong { id })
+        }
         (Some(Value::String(method)), Some(id)) => {
             Ok(Message::Request { id, method: method.clone(), params })
         }
@@ -94,8 +114,10 @@ pub fn id_value(id: &RequestId) -> Value {
     }
 }
 
+/// A request id from JSON; `None` for anything else, a string over 256 bytes included.
 pub fn id_from_value(v: &Value) -> Option<RequestId> {
     match v {
+        Value::String(s) if s.len() > MAX_REQUEST_ID_LEN => None,
         Value::String(s) => Some(RequestId::Text(s.clone())),
         Value::Number(n) => n.as_i64().map(RequestId::Number),
         _ => None,
@@ -146,5 +168,25 @@ mod tests {
         ] {
             assert_eq!(parse(bad).unwrap_err().code(), INVALID_REQUEST, "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    #[test]
+    fn oversized_ids_and_method_names_are_refused_without_being_echoed() {
+        let id = "i".repeat(MAX_REQUEST_ID_LEN);
+        let ok = format!(r#"{{"jsonrpc":"2.0","id":"{id}","method":"ping"}}"#);
+        assert!(matches!(parse(ok.as_bytes()), Ok(Message::Request { .. })));
+        let long = format!(r#"{{"jsonrpc":"2.0","id":"{id}x","method":"ping"}}"#);
+        let e = parse(long.as_bytes()).unwrap_err();
+        assert_eq!((e.code(), e.id()), (INVALID_REQUEST, None));
+        assert!(!e.message().contains("iii"));
+        assert_eq!(id_from_value(&json!(format!("{id}x"))), None);
+
+        let method = "m".repeat(MAX_METHOD_LEN + 1);
+        let long = format!(r#"{{"jsonrpc":"2.0","id":3,"method":"{method}"}}"#);
+        let e = parse(long.as_bytes()).unwrap_err();
+        assert_eq!((e.code(), e.id()), (METHOD_NOT_FOUND, Some(&RequestId::Number(3))));
+        assert!(!e.message().contains("mmm"));
+        let note = format!(r#"{{"jsonrpc":"2.0","method":"{method}"}}"#);
+        assert_eq!(parse(note.as_bytes()).unwrap_err(), ParseError::MethodTooLong { id: None });
     }
 }

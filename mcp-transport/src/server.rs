@@ -192,6 +192,9 @@ fn gate_error_plain(e: &GateError, id: Option<&RequestId>) -> Plain {
         GateError::InvalidSessionId => {
             rpc_error(400, id, INVALID_REQUEST, "Bad Request: invalid Mcp-Session-Id")
         }
+        GateError::InvalidRequestId => {
+            rpc_error(400, None, INVALID_REQUEST, "Invalid Request: a string id is at most 256 bytes")
+        }
         GateError::DuplicateRequestId => rpc_error(
             400,
             id,
@@ -308,7 +311,7 @@ impl Server {
         }
         let message = match jsonrpc::parse(&req.body) {
             Ok(m) => m,
-            Err(e) => return rpc_error(400, None, e.code(), e.message()),
+            Err(e) => return rpc_error(400, e.id(), e.code(), e.message()),
         };
         if let Message::Request { id, method, params } = &message
             && method == "initialize"

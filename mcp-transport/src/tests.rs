@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::gate::GateApi;
 use crate::hosts::AllowedHosts;
-use crate::jsonrpc::{INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RESULT_LOST};
+use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RESULT_LOST};
 use crate::server::{HttpRequest, Plain, Reply, Server, ServerConfig, Stream};
 
 /// The core gate with a clock that ticks per call, and a switch that makes every call fail as a
@@ -228,6 +228,27 @@ mod guards {
         assert_eq!((p.status, error_code(&p)), (400, PARSE_ERROR));
         let p = plain(h.handle(&post(Some(&s), &json!({"jsonrpc": "2.0", "id": true, "method": "ping"}))));
         assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST));
+    }
+
+    #[test]
+    fn oversized_ids_method_and_tool_names_are_refused_and_never_echoed() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let huge = "x".repeat(1 << 20);
+        for (body, code) in [
+            (json!({"jsonrpc": "2.0", "id": huge, "method": "ping"}), INVALID_REQUEST),
+            (json!({"jsonrpc": "2.0", "id": 7, "method": huge}), METHOD_NOT_FOUND),
+            (json!({"jsonrpc": "2.0", "method": huge}), METHOD_NOT_FOUND),
+        ] {
+            let p = plain(h.handle(&post(Some(&s), &body)));
+            assert_eq!((p.status, error_code(&p)), (400, code));
+            assert!(p.body.as_ref().unwrap().len() < 200, "{:?}", p.body);
+        }
+        let call = json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": huge}});
+        let st = stream(h.handle(&post(Some(&s), &call)));
+        assert_eq!(messages(&st)[0]["error"]["code"], json!(INVALID_PARAMS));
+        assert!(st.frames.iter().map(String::len).sum::<usize>() < 1000);
+        assert!(h.call(&s, 9, "ping").close, "the session still works");
     }
 
     #[test]

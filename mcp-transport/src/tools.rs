@@ -14,6 +14,10 @@ use crate::jsonrpc::{self, INVALID_PARAMS};
 /// Bounds on `countdown`, so a client cannot park a task forever.
 pub const MAX_COUNTDOWN_STEPS: u64 = 10_000;
 pub const MAX_COUNTDOWN_INTERVAL_MS: u64 = 60_000;
+/// Longest tool name accepted (an unknown one is named in the error).
+pub const MAX_TOOL_NAME_BYTES: usize = 128;
+/// Longest progress token accepted: every progress notification repeats it.
+pub const MAX_PROGRESS_TOKEN_BYTES: usize = 256;
 /// Longest line `append` accepts.
 pub const MAX_APPEND_BYTES: usize = 64 * 1024;
 
@@ -40,11 +44,23 @@ pub struct ToolCall {
 impl ToolCall {
     pub fn from_params(params: &Value) -> Result<Self, String> {
         let name = params.get("name").and_then(Value::as_str).ok_or("tools/call needs a string `name`")?;
+        if name.len() > MAX_TOOL_NAME_BYTES {
+            return Err("tools/call `name` is at most 128 bytes".into());
+        }
         let arguments = params.get("arguments").cloned().unwrap_or_else(|| json!({}));
         if !arguments.is_object() {
             return Err("tools/call `arguments` must be an object".into());
         }
         let progress_token = params.get("_meta").and_then(|m| m.get("progressToken")).cloned();
+        let token_ok = match &progress_token {
+            None => true,
+            Some(Value::String(s)) => s.len() <= MAX_PROGRESS_TOKEN_BYTES,
+            Some(Value::Number(_)) => true,
+            Some(_) => false,
+        };
+        if !token_ok {
+            return Err("`_meta.progressToken` must be a string of at most 256 bytes or a number".into());
+        }
         Ok(Self { name: name.to_owned(), arguments, progress_token })
     }
 }
