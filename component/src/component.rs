@@ -104,7 +104,7 @@ impl Guest for Component {
     fn open_session(session: String) -> Result<wit::SessionInfo, wit::GateError> {
         with_gate(|g| {
             let info = g.open_session(&session, now(), entropy()?)?;
-            Ok(wit::SessionInfo { epoch: info.epoch })
+            Ok(wit::SessionInfo { epoch: info.epoch, reclaimed: info.reclaimed })
         })
     }
 
@@ -184,7 +184,7 @@ impl From<Config> for wit::Config {
             max_streams_per_session: c.max_streams_per_session,
             max_sessions: c.max_sessions,
             retention_ms: c.retention_ms,
-            session_idle_ms: c.session_idle_ms,
+            max_total_bytes: c.max_total_bytes,
             retry_ms: c.retry_ms,
             signing_key: c.signing_key,
         }
@@ -199,7 +199,7 @@ impl From<wit::Config> for Config {
             max_streams_per_session: c.max_streams_per_session,
             max_sessions: c.max_sessions,
             retention_ms: c.retention_ms,
-            session_idle_ms: c.session_idle_ms,
+            max_total_bytes: c.max_total_bytes,
             retry_ms: c.retry_ms,
             signing_key: c.signing_key,
         }
@@ -306,6 +306,7 @@ impl From<GateError> for wit::GateError {
             GateError::DuplicateRequestId => Self::DuplicateRequestId,
             GateError::InvalidRequestId => Self::InvalidRequestId,
             GateError::TooManySessions => Self::TooManySessions,
+            GateError::OverBudget => Self::OverBudget,
             GateError::TooManyStreams => Self::TooManyStreams,
             GateError::Store(why) => Self::StoreFailure(why),
         }

@@ -19,12 +19,14 @@ pub struct Config {
     pub max_bytes_per_stream: u64,
     /// Stream records per session, including the tombstones of finished streams.
     pub max_streams_per_session: u32,
-    /// Sessions the gate tracks at once.
+    /// Sessions the gate tracks at once; when full, the session idle longest that holds no
+    /// work is reclaimed (see `Store::idlest_session`).
     pub max_sessions: u32,
+    /// Bytes the gate keeps in all (event data, ids, records, claims), where the store counts
+    /// them (the memory store does).
+    pub max_total_bytes: u64,
     /// How long a stream without a live connection stays resumable after its last activity.
     pub retention_ms: Millis,
-    /// How long a session with no attached stream may stay idle before it may be reclaimed.
-    pub session_idle_ms: Millis,
     /// The SSE `retry` hint put on priming events.
     pub retry_ms: Option<u32>,
     /// With a key, every event id carries an HMAC-SHA256 tag and unsigned or altered ids are
@@ -39,8 +41,8 @@ impl Default for Config {
             max_bytes_per_stream: 1 << 20,
             max_streams_per_session: 64,
             max_sessions: 4096,
+            max_total_bytes: 256 << 20,
             retention_ms: 5 * 60 * 1000,
-            session_idle_ms: 60 * 60 * 1000,
             retry_ms: Some(1000),
             signing_key: None,
         }
@@ -70,8 +72,8 @@ impl Config {
         if self.retention_ms == 0 {
             return invalid("retention-ms must be at least 1");
         }
-        if self.session_idle_ms == 0 {
-            return invalid("session-idle-ms must be at least 1");
+        if self.max_total_bytes == 0 {
+            return invalid("max-total-bytes must be at least 1");
         }
         if let Some(key) = &self.signing_key
             && !(MIN_KEY_LEN..=MAX_KEY_LEN).contains(&key.len())

@@ -25,8 +25,10 @@ pub enum GateError {
     DuplicateRequestId,
     /// A text request id longer than 256 bytes (JSON-RPC error -32600).
     InvalidRequestId,
-    /// `max-sessions` reached and no idle session could be reclaimed (HTTP 503).
+    /// `max-sessions` reached and every session holds work (HTTP 503).
     TooManySessions,
+    /// `max-total-bytes` reached and nothing could be freed (HTTP 503).
+    OverBudget,
     /// `max-streams-per-session` reached and every stream is still live (HTTP 503).
     TooManyStreams,
     /// The state store failed; nothing was decided (HTTP 503).
@@ -45,6 +47,7 @@ impl fmt::Display for GateError {
             Self::DuplicateRequestId => f.write_str("request id already used in this session"),
             Self::InvalidRequestId => f.write_str("request id longer than 256 bytes"),
             Self::TooManySessions => f.write_str("too many sessions"),
+            Self::OverBudget => f.write_str("the gate's memory budget is spent"),
             Self::TooManyStreams => f.write_str("too many streams in this session"),
             Self::Store(why) => write!(f, "state store failure: {why}"),
         }

@@ -10,7 +10,9 @@ use crate::decision::{Reconnect, StaleReason, Verdict, decide};
 use crate::error::GateError;
 use crate::event_id::{EventId, SigningKey};
 use crate::session::{SessionMeta, next_epoch, validate_session_id};
-use crate::store::{MemoryStore, Store};
+use crate::store::{
+    EVENT_OVERHEAD, MemoryStore, Store, event_cost, holds_no_work, session_cost, stream_cost,
+};
 use crate::stream::{Buffered, EventKey, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState};
 
 /// An event for the host to write as one SSE frame (`id:`, optional `retry:`, `data:`).
@@ -64,9 +66,11 @@ pub enum Decision {
     Fresh(FreshStart),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionInfo {
     pub epoch: u64,
+    /// The session reclaimed to make room for this one.
+    pub reclaimed: Option<String>,
 }
 
 /// What a poll of a stream found: events recorded since the host's last one.
@@ -78,6 +82,12 @@ pub struct Polled {
     /// took it over, or events after the cursor were evicted (the client's next reconnect
     /// gets the verdict).
     pub done: bool,
+}
+
+/// What `make_room` achieved: the bytes still missing, and a session it reclaimed.
+struct Room {
+    shortfall: u64,
+    reclaimed: Option<String>,
 }
 
 /// A lost compare-and-swap race is retried from a fresh load this many times.
@@ -272,12 +282,19 @@ impl<S: Store> Gate<S> {
         validate_session_id(session)?;
         for _ in 0..MAX_ATTEMPTS {
             let Some((old, version)) = self.store.session(session)? else {
+                let mut reclaimed = None;
                 if self.store.session_count()? >= u64::from(self.config.max_sessions) {
-                    self.reclaim_idle_session(now)?;
+                    let id = self.reclaim_idlest_session(now, session)?;
+                    reclaimed = Some(id.ok_or(GateError::TooManySessions)?);
                 }
                 let meta = SessionMeta::new(session, next_epoch(entropy, None), now);
+                let room = self.make_room(session_cost(session), now, session)?;
+                if room.shortfall > 0 {
+                    return Err(GateError::OverBudget);
+                }
+                reclaimed = reclaimed.or(room.reclaimed);
                 self.store.create_session(&meta)?;
-                return Ok(SessionInfo { epoch: meta.epoch });
+                return Ok(SessionInfo { epoch: meta.epoch, reclaimed });
             };
             let meta = SessionMeta {
                 epoch: next_epoch(entropy, Some(old.epoch)),
@@ -292,32 +309,53 @@ impl<S: Store> Gate<S> {
                         self.store.remove_stream(session, &stream)?;
                     }
                 }
-                return Ok(SessionInfo { epoch: meta.epoch });
+                return Ok(SessionInfo { epoch: meta.epoch, reclaimed: None });
             }
         }
         Err(contention())
     }
 
-    /// Frees one slot by removing the longest-idle session with no attached stream.
-    fn reclaim_idle_session(&mut self, now: Millis) -> Result<(), GateError> {
-        let mut oldest: Option<(Millis, SessionMeta)> = None;
-        for s in self.store.sessions()? {
-            let streams = self.streams_of(&s)?;
-            if streams.iter().any(|st| st.state == StreamState::Open) {
-                continue;
-            }
-            let last = streams.iter().map(|st| st.last_active).fold(s.last_active, Millis::max);
-            if now.saturating_sub(last) > self.config.session_idle_ms
-                // Ties break on the id: the choice never depends on the store's iteration order.
-                && oldest.as_ref().is_none_or(|(t, o)| (last, &s.id) < (*t, &o.id))
-            {
-                oldest = Some((last, s));
-            }
+    /// Removes the session idle longest that holds no work (checked again on its records:
+    /// the store's index only nominates it). `None` when every session holds work.
+    fn reclaim_idlest_session(&mut self, now: Millis, except: &str) -> Result<Option<String>, GateError> {
+        let retention = self.config.retention_ms;
+        let Some(id) = self.store.idlest_session(now, retention, except)? else { return Ok(None) };
+        let Some((victim, _)) = self.store.session(&id)? else { return Ok(None) };
+        let streams = self.streams_of(&victim)?;
+        let touched = streams.iter().map(|st| st.last_active).fold(victim.last_active, Millis::max);
+        if !holds_no_work(&streams, touched, now, retention) {
+            return Ok(None);
         }
-        let (_, victim) = oldest.ok_or(GateError::TooManySessions)?;
         self.store.remove_session(&victim)?;
         self.counters.reclaimed_sessions += 1;
-        Ok(())
+        Ok(Some(id))
+    }
+
+    /// Frees bytes until `need` more fit in `max-total-bytes`: answered streams' buffers first,
+    /// then the session idle longest that holds no work (never `except`).
+    fn make_room(&mut self, need: u64, now: Millis, except: &str) -> Result<Room, GateError> {
+        let mut reclaimed = None;
+        let mut shortfall = 0;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some(held) = self.store.bytes_held()? else { return Ok(Room { shortfall: 0, reclaimed }) };
+            shortfall = held.saturating_add(need).saturating_sub(self.config.max_total_bytes);
+            if shortfall == 0 {
+                return Ok(Room { shortfall, reclaimed });
+            }
+            if let Some((session, no)) = self.store.oldest_answered_buffer()? {
+                let Some((s, _)) = self.store.session(&session)? else { continue };
+                let evicted = self.stream(&s, no)?.map_or(0, |(st, _)| st.buffer.len() as u64);
+                if self.end_stream(&s, no, StreamState::Aborted)? {
+                    self.counters.evicted_events += evicted;
+                }
+                continue;
+            }
+            match self.reclaim_idlest_session(now, except)? {
+                Some(id) => reclaimed = Some(id),
+                None => break,
+            }
+        }
+        Ok(Room { shortfall, reclaimed })
     }
 
     /// The stream records a session lists.
@@ -337,6 +375,9 @@ impl<S: Store> Gate<S> {
         origin: Origin,
         now: Millis,
     ) -> Result<Opened, GateError> {
+        if self.make_room(stream_cost(&origin), now, &session.id)?.shortfall > 0 {
+            return Err(GateError::OverBudget);
+        }
         if let Origin::Request(id) = &origin
             && !self.store.claim_request(&session.id, id)?
         {
@@ -453,6 +494,9 @@ impl<S: Store> Gate<S> {
         if terminal && loaded.0.origin == Origin::Standalone {
             return Err(GateError::NotARequestStream);
         }
+        // Bytes `max-total-bytes` lacks for this event once nothing else can be freed: the
+        // stream's own oldest events go, or if they are too few, the event is not buffered.
+        let shortfall = self.make_room(event_cost(&data), now, session)?.shortfall;
         let mut key = None;
         for _ in 0..MAX_ATTEMPTS {
             let (mut stream, version) = loaded;
@@ -485,13 +529,18 @@ impl<S: Store> Gate<S> {
                 stream.terminal_seq = Some(seq);
             }
             let mut evicted = Vec::new();
+            let mut owed = shortfall;
             while stream.buffer.len() > self.config.max_events_per_stream as usize
                 || stream.buffered_bytes > self.config.max_bytes_per_stream
+                || owed > 0
             {
                 let Some(old) = stream.buffer.pop_front() else { break };
                 stream.first_buffered = stream.first_buffered.saturating_add(1);
                 stream.buffered_bytes = stream.buffered_bytes.saturating_sub(u64::from(old.cost));
                 evicted.push(old.key);
+                // An older id is no longer than this one: this undercounts what is freed.
+                let freed = u64::from(old.cost).saturating_sub(id.len() as u64) + EVENT_OVERHEAD;
+                owed = owed.saturating_sub(freed);
             }
             if self.store.save_stream(session, &stream, version)? {
                 self.store.delete_events(session, no, &evicted)?;
@@ -660,6 +709,11 @@ impl<S: Store> Gate<S> {
                     }));
                 }
                 Verdict::Fresh { reason, source } => {
+                    // Refused before the source changes: a failed reconnect changes nothing.
+                    // (`too-many-streams` cannot follow: a source that ends frees its slot.)
+                    if self.make_room(stream_cost(&origin), now, session)?.shortfall > 0 {
+                        return Err(GateError::OverBudget);
+                    }
                     let mut stranded = None;
                     if let Some(mut source) = source {
                         if let Some(state) = source.becomes {
@@ -672,8 +726,8 @@ impl<S: Store> Gate<S> {
                         }
                         stranded = source.stranded;
                     }
-                    self.counters.count_fresh(reason);
                     let opened = self.open_stream_in(&s, origin, now)?;
+                    self.counters.count_fresh(reason);
                     return Ok(Decision::Fresh(FreshStart { reason, opened, stranded }));
                 }
             }

@@ -11,6 +11,15 @@
 //! | `rg/r/{session}/{request}` | counter: claims of a JSON-RPC request id |
 //! | `rg/t/{session}/{stream}` | stream record (state, attachment, buffer index) |
 //! | `rg/e/{session}/{stream}/{key}` | one event's data |
+//! | `rg/q/tail`, `rg/q/head` | counters: the admission queue's ends |
+//! | `rg/q/{slot}` | the session queued in that slot |
+//! | `rg/p/{session}` | the slot the session is queued in |
+//!
+//! Admission at `max-sessions` needs the session idle longest that holds no work, and a
+//! key-value store has no ordered index to ask. Sessions therefore queue in creation order;
+//! admission takes sessions from the head and reclaims the first that holds no work, and a
+//! session that still does goes back to the tail (a second chance), at most
+//! `ADMISSION_PROBES` per call: constant work, never a listing of the bucket.
 //!
 //! Why it is safe with concurrent instances:
 //! - numbers come from atomic `increment` (stream numbers, request-id claims), never from a
@@ -35,9 +44,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest, Sha256};
 
+use crate::config::Millis;
 use crate::error::StoreError;
 use crate::session::SessionMeta;
-use crate::store::Store;
+use crate::store::{Store, holds_no_work};
 use crate::stream::{EventKey, RequestId, StreamMeta, StreamNo};
 
 /// The operations of `wasi:keyvalue/store` and `wasi:keyvalue/atomics` the gate needs.
@@ -53,12 +63,15 @@ pub trait Kv {
     fn watch(&mut self, key: &str) -> Result<(Option<Vec<u8>>, Self::Handle), StoreError>;
     /// Writes `value` if the key still holds what `watch` read; `false` if another writer won.
     fn swap(&mut self, handle: Self::Handle, value: &[u8]) -> Result<bool, StoreError>;
-    /// Every key starting with `prefix`: a scan of the bucket, for rare maintenance only.
-    fn keys_with_prefix(&mut self, prefix: &str) -> Result<Vec<String>, StoreError>;
 }
 
 const FORMAT: u8 = 1;
 const SESSION_COUNT: &str = "rg/sessions";
+const QUEUE_TAIL: &str = "rg/q/tail";
+const QUEUE_HEAD: &str = "rg/q/head";
+/// Queued sessions one admission looks at before it gives up (`too-many-sessions`); the ones
+/// it passed over wait at the tail, so the next admission looks at others.
+const ADMISSION_PROBES: usize = 8;
 
 /// A `Store` over any `Kv`.
 pub struct KvStore<K: Kv> {
@@ -93,6 +106,56 @@ impl<K: Kv> KvStore<K> {
             }
         }
         Err(StoreError(format!("{key}: still contended after 64 attempts")))
+    }
+
+    fn counter(&mut self, key: &str) -> Result<i64, StoreError> {
+        Ok(match self.kv.get(key)? {
+            Some(bytes) => bytes.as_slice().try_into().map(i64::from_le_bytes).unwrap_or(0),
+            None => 0,
+        })
+    }
+
+    /// Queues a session at the tail of the admission queue.
+    fn enqueue(&mut self, session: &str) -> Result<(), StoreError> {
+        let slot = self.kv.increment(QUEUE_TAIL, 1)?;
+        self.kv.set(&queue_key(slot), session.as_bytes())?;
+        self.kv.set(&slot_key(session), &slot.to_le_bytes())
+    }
+
+    /// Takes the session at the head of the queue, if any: `Some(None)` for a slot whose
+    /// session has ended since.
+    fn dequeue(&mut self) -> Result<Option<Option<String>>, StoreError> {
+        if self.counter(QUEUE_HEAD)? >= self.counter(QUEUE_TAIL)? {
+            return Ok(None);
+        }
+        let slot = self.kv.increment(QUEUE_HEAD, 1)?;
+        if slot > self.counter(QUEUE_TAIL)? {
+            // Another instance took the last slot first: give this one back.
+            self.kv.increment(QUEUE_HEAD, -1)?;
+            return Ok(None);
+        }
+        let key = queue_key(slot);
+        let Some(id) = self.kv.get(&key)? else { return Ok(Some(None)) };
+        self.kv.delete(&key)?;
+        Ok(Some(String::from_utf8(id).ok()))
+    }
+
+    fn holds_no_work(
+        &mut self,
+        session: &SessionMeta,
+        now: Millis,
+        retention: Millis,
+    ) -> Result<bool, StoreError> {
+        let mut streams = Vec::with_capacity(session.streams.len());
+        for no in &session.streams {
+            if let Some((st, _)) = self.load::<StreamMeta>(&stream_key(&session.id, *no))?
+                && st.epoch == session.epoch
+            {
+                streams.push(st);
+            }
+        }
+        let touched = streams.iter().map(|st| st.last_active).fold(session.last_active, Millis::max);
+        Ok(holds_no_work(&streams, touched, now, retention))
     }
 
     fn drop_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
@@ -142,6 +205,14 @@ fn event_key(session: &str, no: StreamNo, key: EventKey) -> String {
     format!("rg/e/{}/{no}/{key:016x}", escape(session))
 }
 
+fn queue_key(slot: i64) -> String {
+    format!("rg/q/{slot}")
+}
+
+fn slot_key(session: &str) -> String {
+    format!("rg/p/{}", escape(session))
+}
+
 fn claim_key(session: &str, id: &RequestId) -> String {
     let id = match id {
         RequestId::Number(n) => format!("n{n}"),
@@ -159,7 +230,8 @@ impl<K: Kv> Store for KvStore<K> {
 
     fn create_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
         self.kv.increment(SESSION_COUNT, 1)?;
-        self.kv.set(&session_key(&meta.id), &encode(meta)?)
+        self.kv.set(&session_key(&meta.id), &encode(meta)?)?;
+        self.enqueue(&meta.id)
     }
 
     fn save_session(&mut self, meta: &SessionMeta, version: K::Handle) -> Result<bool, StoreError> {
@@ -178,6 +250,13 @@ impl<K: Kv> Store for KvStore<K> {
             }
         }
         self.kv.delete(&stream_counter_key(&meta.id))?;
+        let slot = slot_key(&meta.id);
+        if let Some(bytes) = self.kv.get(&slot)? {
+            if let Ok(n) = bytes.as_slice().try_into().map(i64::from_le_bytes) {
+                self.kv.delete(&queue_key(n))?;
+            }
+            self.kv.delete(&slot)?;
+        }
         self.kv.delete(&key)
     }
 
@@ -189,13 +268,35 @@ impl<K: Kv> Store for KvStore<K> {
         Ok(u64::try_from(count).unwrap_or(0))
     }
 
-    fn sessions(&mut self) -> Result<Vec<SessionMeta>, StoreError> {
-        let mut sessions = Vec::new();
-        for key in self.kv.keys_with_prefix("rg/s/")? {
-            let value = self.kv.get(&key)?;
-            sessions.extend(decode(&key, value)?);
+    /// From the admission queue (see the module docs): the first of at most
+    /// `ADMISSION_PROBES` queued sessions that holds no work.
+    fn idlest_session(
+        &mut self,
+        now: Millis,
+        retention: Millis,
+        except: &str,
+    ) -> Result<Option<String>, StoreError> {
+        for _ in 0..ADMISSION_PROBES {
+            let Some(taken) = self.dequeue()? else { return Ok(None) };
+            let Some(id) = taken else { continue };
+            let Some((session, _)) = self.session(&id)? else {
+                self.kv.delete(&slot_key(&id))?;
+                continue;
+            };
+            if id != except && self.holds_no_work(&session, now, retention)? {
+                return Ok(Some(id));
+            }
+            self.enqueue(&id)?;
         }
-        Ok(sessions)
+        Ok(None)
+    }
+
+    fn bytes_held(&mut self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
+
+    fn oldest_answered_buffer(&mut self) -> Result<Option<(String, StreamNo)>, StoreError> {
+        Ok(None)
     }
 
     fn allocate_stream_no(&mut self, session: &str) -> Result<StreamNo, StoreError> {
@@ -299,6 +400,13 @@ impl MemoryKv {
         self.shared().map.len()
     }
 
+    /// Every key, in order (`wasi:keyvalue` `list-keys` for a host; the gate never lists).
+    pub fn keys(&self) -> Vec<String> {
+        let mut s = self.shared();
+        s.calls += 1;
+        s.map.keys().cloned().collect()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -372,15 +480,5 @@ impl Kv for MemoryKv {
             s.write(&handle.key, value.to_vec());
         }
         Ok(wins)
-    }
-
-    fn keys_with_prefix(&mut self, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let mut s = self.shared();
-        s.calls += 1;
-        Ok(s.map
-            .range(prefix.to_owned()..)
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(k, _)| k.clone())
-            .collect())
     }
 }

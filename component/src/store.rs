@@ -12,11 +12,12 @@
 //!
 //! A store only holds what it is given; every bound is enforced by the gate.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use crate::config::Millis;
 use crate::error::StoreError;
 use crate::session::SessionMeta;
-use crate::stream::{EventKey, RequestId, StreamMeta, StreamNo};
+use crate::stream::{EventKey, RequestId, StreamMeta, StreamNo, StreamState};
 
 pub trait Store {
     /// What a load remembers so that the matching save can tell whether another writer got
@@ -31,8 +32,22 @@ pub trait Store {
     /// Removes the session, its counters and every stream it lists, with their events.
     fn remove_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError>;
     fn session_count(&mut self) -> Result<u64, StoreError>;
-    /// Every session record; called only when `max-sessions` is reached, to reclaim idle ones.
-    fn sessions(&mut self) -> Result<Vec<SessionMeta>, StoreError>;
+    /// The session idle longest among those that hold no work at `now` (see
+    /// [`holds_no_work`]), ties broken by id: the one admission and the memory budget may
+    /// reclaim. Called only when a bound is reached.
+    /// `except` is never nominated (the session an operation works in).
+    fn idlest_session(
+        &mut self,
+        now: Millis,
+        retention: Millis,
+        except: &str,
+    ) -> Result<Option<String>, StoreError>;
+    /// Bytes the store holds, as counted against `max-total-bytes`; `None` when the store
+    /// does not count them (its backend bounds itself).
+    fn bytes_held(&mut self) -> Result<Option<u64>, StoreError>;
+    /// The answered stream (terminal sent) with buffered events that was active longest ago:
+    /// the first buffer the memory budget frees.
+    fn oldest_answered_buffer(&mut self) -> Result<Option<(String, StreamNo)>, StoreError>;
 
     /// A stream number never handed out before for this session id, not even before a
     /// re-issue (a key-value store: an atomic increment).
@@ -69,10 +84,65 @@ pub trait Store {
     fn delete_events(&mut self, session: &str, no: StreamNo, keys: &[EventKey]) -> Result<(), StoreError>;
 }
 
+/// Whether a session with these streams may be reclaimed at `now`: no stream has a live
+/// connection, and every stream a client may still resume (an unfinished call, a result not
+/// yet acknowledged) expired. `touched` is the session's latest activity.
+pub fn holds_no_work<'a>(
+    streams: impl IntoIterator<Item = &'a StreamMeta>,
+    touched: Millis,
+    now: Millis,
+    retention: Millis,
+) -> bool {
+    let (mut open, mut pending) = (false, false);
+    for st in streams {
+        open |= st.state == StreamState::Open;
+        pending |= st.state.is_live();
+    }
+    !open && (!pending || now.saturating_sub(touched) > retention)
+}
+
+/// What a new session, stream or event adds to the memory store's count: what the gate asks
+/// room for before it writes one.
+pub(crate) fn session_cost(id: &str) -> u64 {
+    SESSION_RECORD_BYTES + 3 * id.len() as u64
+}
+
+pub(crate) fn stream_cost(origin: &crate::stream::Origin) -> u64 {
+    let id = origin.request_id().map_or(0, request_id_bytes);
+    STREAM_RECORD_BYTES + CLAIM_RECORD_BYTES + INDEX_SLOT_BYTES + 2 * id
+}
+
+pub(crate) fn event_cost(data: &str) -> u64 {
+    EVENT_OVERHEAD + data.len() as u64
+}
+
+/// What an event's data costs besides its bytes.
+pub(crate) const EVENT_OVERHEAD: u64 = EVENT_RECORD_BYTES + INDEX_SLOT_BYTES;
+
+/// What the memory store counts per record besides its variable-length parts: map entries,
+/// headers and allocator slack, rounded up.
+const SESSION_RECORD_BYTES: u64 = 384;
+const STREAM_RECORD_BYTES: u64 = 320;
+const EVENT_RECORD_BYTES: u64 = 64;
+const CLAIM_RECORD_BYTES: u64 = 64;
+/// Per listed stream in a session record, per buffered event in a stream record.
+const INDEX_SLOT_BYTES: u64 = 16;
+
 /// State in the instance's own memory: one owner, so every save succeeds.
+///
+/// Besides the records it keeps two ordered indexes, so that admission and the memory budget
+/// find what to reclaim in O(log n) without a walk: sessions by latest activity (those with a
+/// live connection are not indexed), and answered streams that still buffer events. It also
+/// counts the bytes it holds.
 #[derive(Default, Debug)]
 pub struct MemoryStore {
     sessions: HashMap<String, SessionEntry>,
+    /// Sessions without an open stream, by (latest activity, id); `pending` ones still have
+    /// streams a client may resume until retention passes.
+    idle: BTreeSet<(Millis, String)>,
+    pending: BTreeSet<(Millis, String)>,
+    answered: BTreeSet<(Millis, String, StreamNo)>,
+    bytes: u64,
 }
 
 #[derive(Debug)]
@@ -81,6 +151,12 @@ struct SessionEntry {
     last_stream_no: StreamNo,
     claims: HashSet<RequestId>,
     streams: BTreeMap<StreamNo, StreamEntry>,
+    /// Streams in state `Open`, and in `Resumable` or `TerminalSent`.
+    open: u32,
+    live: u32,
+    /// Latest activity of the session or any of its streams.
+    touched: Millis,
+    bytes: u64,
 }
 
 #[derive(Debug)]
@@ -90,13 +166,66 @@ struct StreamEntry {
     data: HashMap<EventKey, String>,
 }
 
+/// Where a session sits in the indexes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    Idle(Millis),
+    Pending(Millis),
+    Busy,
+}
+
+impl SessionEntry {
+    fn slot(&self) -> Slot {
+        match (self.open, self.live) {
+            (0, 0) => Slot::Idle(self.touched),
+            (0, _) => Slot::Pending(self.touched),
+            _ => Slot::Busy,
+        }
+    }
+
+    fn count(&mut self, state: StreamState, by: i32) {
+        let add = |n: &mut u32| *n = n.saturating_add_signed(by);
+        if state == StreamState::Open {
+            add(&mut self.open);
+        }
+        if state.is_live() && state != StreamState::Open {
+            add(&mut self.live);
+        }
+    }
+
+    fn charge(&mut self, total: &mut u64, add: u64, sub: u64) {
+        self.bytes = self.bytes.saturating_add(add).saturating_sub(sub);
+        *total = total.saturating_add(add).saturating_sub(sub);
+    }
+}
+
+fn stream_record_bytes(meta: &StreamMeta) -> u64 {
+    let id = meta.origin.request_id().map_or(0, request_id_bytes);
+    STREAM_RECORD_BYTES + id + INDEX_SLOT_BYTES * meta.buffer.len() as u64
+}
+
+fn request_id_bytes(id: &RequestId) -> u64 {
+    match id {
+        RequestId::Number(_) => 0,
+        RequestId::Text(s) => s.len() as u64,
+    }
+}
+
+fn answered_key(session: &str, meta: &StreamMeta) -> Option<(Millis, String, StreamNo)> {
+    (meta.state == StreamState::TerminalSent && !meta.buffer.is_empty())
+        .then(|| (meta.last_active, session.to_owned(), meta.no))
+}
+
 /// What a memory store holds right now: for metrics, and for tests that check the bounds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct MemoryStats {
     pub sessions: usize,
     pub streams: usize,
     pub events: usize,
+    /// Event data only.
     pub bytes: u64,
+    /// Everything counted against `max-total-bytes`.
+    pub held: u64,
     pub most_streams_in_a_session: usize,
     pub most_events_in_a_stream: usize,
     pub most_bytes_in_a_stream: u64,
@@ -113,7 +242,8 @@ impl MemoryStore {
 
     /// Counts what is actually held (a walk over every stream: not for the hot path).
     pub fn stats(&self) -> MemoryStats {
-        let mut st = MemoryStats { sessions: self.sessions.len(), ..MemoryStats::default() };
+        let mut st =
+            MemoryStats { sessions: self.sessions.len(), held: self.bytes, ..MemoryStats::default() };
         for session in self.sessions.values() {
             st.streams += session.streams.len();
             st.most_streams_in_a_session = st.most_streams_in_a_session.max(session.streams.len());
@@ -128,12 +258,48 @@ impl MemoryStore {
         st
     }
 
-    fn session_mut(&mut self, id: &str) -> Result<&mut SessionEntry, StoreError> {
-        self.sessions.get_mut(id).ok_or_else(|| StoreError("no such session".into()))
+    /// Runs `change` on a session's entry and moves the session in the indexes if its slot
+    /// changed.
+    fn update<R>(
+        &mut self,
+        id: &str,
+        change: impl FnOnce(&mut SessionEntry, &mut u64, &mut BTreeSet<(Millis, String, StreamNo)>) -> R,
+    ) -> Result<R, StoreError> {
+        let entry = self.sessions.get_mut(id).ok_or_else(|| StoreError("no such session".into()))?;
+        let before = entry.slot();
+        let r = change(entry, &mut self.bytes, &mut self.answered);
+        let after = entry.slot();
+        if before != after {
+            Self::unindex(&mut self.idle, &mut self.pending, id, before);
+            Self::index(&mut self.idle, &mut self.pending, id, after);
+        }
+        Ok(r)
     }
 
-    fn stream_mut(&mut self, session: &str, no: StreamNo) -> Result<&mut StreamEntry, StoreError> {
-        self.session_mut(session)?.streams.get_mut(&no).ok_or_else(|| StoreError(format!("no stream {no}")))
+    fn index(
+        idle: &mut BTreeSet<(Millis, String)>,
+        pending: &mut BTreeSet<(Millis, String)>,
+        id: &str,
+        slot: Slot,
+    ) {
+        match slot {
+            Slot::Idle(t) => idle.insert((t, id.to_owned())),
+            Slot::Pending(t) => pending.insert((t, id.to_owned())),
+            Slot::Busy => false,
+        };
+    }
+
+    fn unindex(
+        idle: &mut BTreeSet<(Millis, String)>,
+        pending: &mut BTreeSet<(Millis, String)>,
+        id: &str,
+        slot: Slot,
+    ) {
+        match slot {
+            Slot::Idle(t) => idle.remove(&(t, id.to_owned())),
+            Slot::Pending(t) => pending.remove(&(t, id.to_owned())),
+            Slot::Busy => false,
+        };
     }
 }
 
@@ -145,23 +311,43 @@ impl Store for MemoryStore {
     }
 
     fn create_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
+        let bytes = session_cost(&meta.id);
         let entry = SessionEntry {
             meta: meta.clone(),
             last_stream_no: 0,
             claims: HashSet::new(),
             streams: BTreeMap::new(),
+            open: 0,
+            live: 0,
+            touched: meta.last_active,
+            bytes,
         };
+        Self::index(&mut self.idle, &mut self.pending, &meta.id, entry.slot());
+        self.bytes += bytes;
         self.sessions.insert(meta.id.clone(), entry);
         Ok(())
     }
 
     fn save_session(&mut self, meta: &SessionMeta, (): ()) -> Result<bool, StoreError> {
-        self.session_mut(&meta.id)?.meta = meta.clone();
+        self.update(&meta.id, |entry, total, _| {
+            let slots = |m: &SessionMeta| INDEX_SLOT_BYTES * m.streams.len() as u64;
+            entry.charge(total, slots(meta), slots(&entry.meta));
+            entry.touched = entry.touched.max(meta.last_active);
+            entry.meta = meta.clone();
+        })?;
         Ok(true)
     }
 
     fn remove_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
-        self.sessions.remove(&meta.id);
+        if let Some(entry) = self.sessions.remove(&meta.id) {
+            Self::unindex(&mut self.idle, &mut self.pending, &meta.id, entry.slot());
+            for stream in entry.streams.values() {
+                if let Some(key) = answered_key(&meta.id, &stream.meta) {
+                    self.answered.remove(&key);
+                }
+            }
+            self.bytes = self.bytes.saturating_sub(entry.bytes);
+        }
         Ok(())
     }
 
@@ -169,18 +355,48 @@ impl Store for MemoryStore {
         Ok(self.sessions.len() as u64)
     }
 
-    fn sessions(&mut self) -> Result<Vec<SessionMeta>, StoreError> {
-        Ok(self.sessions.values().map(|s| s.meta.clone()).collect())
+    fn idlest_session(
+        &mut self,
+        now: Millis,
+        retention: Millis,
+        except: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let idle = self.idle.iter().find(|(_, id)| id != except);
+        let expired = self
+            .pending
+            .iter()
+            .take_while(|(t, _)| now.saturating_sub(*t) > retention)
+            .find(|(_, id)| id != except);
+        let oldest = match (idle, expired) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Ok(oldest.map(|(_, id)| id.clone()))
+    }
+
+    fn bytes_held(&mut self) -> Result<Option<u64>, StoreError> {
+        Ok(Some(self.bytes))
+    }
+
+    fn oldest_answered_buffer(&mut self) -> Result<Option<(String, StreamNo)>, StoreError> {
+        Ok(self.answered.first().map(|(_, s, no)| (s.clone(), *no)))
     }
 
     fn allocate_stream_no(&mut self, session: &str) -> Result<StreamNo, StoreError> {
-        let entry = self.session_mut(session)?;
-        entry.last_stream_no = entry.last_stream_no.saturating_add(1);
-        Ok(entry.last_stream_no)
+        self.update(session, |entry, _, _| {
+            entry.last_stream_no = entry.last_stream_no.saturating_add(1);
+            entry.last_stream_no
+        })
     }
 
     fn claim_request(&mut self, session: &str, id: &RequestId) -> Result<bool, StoreError> {
-        Ok(self.session_mut(session)?.claims.insert(id.clone()))
+        self.update(session, |entry, total, _| {
+            let claimed = entry.claims.insert(id.clone());
+            if claimed {
+                entry.charge(total, CLAIM_RECORD_BYTES + request_id_bytes(id), 0);
+            }
+            claimed
+        })
     }
 
     fn stream(&mut self, session: &str, no: StreamNo) -> Result<Option<(StreamMeta, ())>, StoreError> {
@@ -188,32 +404,66 @@ impl Store for MemoryStore {
     }
 
     fn create_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
-        let entry = StreamEntry { meta: meta.clone(), next_key: 0, data: HashMap::new() };
-        self.session_mut(session)?.streams.insert(meta.no, entry);
-        Ok(())
+        self.update(session, |entry, total, answered| {
+            entry.count(meta.state, 1);
+            entry.touched = entry.touched.max(meta.last_active);
+            entry.charge(total, stream_record_bytes(meta), 0);
+            answered.extend(answered_key(session, meta));
+            let stream = StreamEntry { meta: meta.clone(), next_key: 0, data: HashMap::new() };
+            if let Some(old) = entry.streams.insert(meta.no, stream) {
+                entry.count(old.meta.state, -1);
+            }
+        })
     }
 
     fn save_stream(&mut self, session: &str, meta: &StreamMeta, (): ()) -> Result<bool, StoreError> {
-        self.stream_mut(session, meta.no)?.meta = meta.clone();
-        Ok(true)
+        self.update(session, |entry, total, answered| {
+            let Some(stream) = entry.streams.get_mut(&meta.no) else {
+                return Err(StoreError(format!("no stream {}", meta.no)));
+            };
+            let old = std::mem::replace(&mut stream.meta, meta.clone());
+            if let Some(key) = answered_key(session, &old) {
+                answered.remove(&key);
+            }
+            answered.extend(answered_key(session, meta));
+            entry.count(old.state, -1);
+            entry.count(meta.state, 1);
+            entry.touched = entry.touched.max(meta.last_active);
+            entry.charge(total, stream_record_bytes(meta), stream_record_bytes(&old));
+            Ok(true)
+        })?
     }
 
     fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
-        if let Some(entry) = self.sessions.get_mut(session) {
-            entry.streams.remove(&meta.no);
-            if let Some(id) = meta.origin.request_id() {
-                entry.claims.remove(id);
-            }
+        if !self.sessions.contains_key(session) {
+            return Ok(());
         }
-        Ok(())
+        self.update(session, |entry, total, answered| {
+            if let Some(stream) = entry.streams.remove(&meta.no) {
+                if let Some(key) = answered_key(session, &stream.meta) {
+                    answered.remove(&key);
+                }
+                entry.count(stream.meta.state, -1);
+                let data: u64 = stream.data.values().map(|d| EVENT_RECORD_BYTES + d.len() as u64).sum();
+                entry.charge(total, 0, stream_record_bytes(&stream.meta) + data);
+            }
+            if let Some(id) = meta.origin.request_id()
+                && entry.claims.remove(id)
+            {
+                entry.charge(total, 0, CLAIM_RECORD_BYTES + request_id_bytes(id));
+            }
+        })
     }
 
     fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<EventKey, StoreError> {
-        let stream = self.stream_mut(session, no)?;
-        let key = stream.next_key;
-        stream.next_key = stream.next_key.wrapping_add(1);
-        stream.data.insert(key, data.to_owned());
-        Ok(key)
+        self.update(session, |entry, total, _| {
+            let stream = entry.streams.get_mut(&no).ok_or_else(|| StoreError(format!("no stream {no}")))?;
+            let key = stream.next_key;
+            stream.next_key = stream.next_key.wrapping_add(1);
+            stream.data.insert(key, data.to_owned());
+            entry.charge(total, EVENT_RECORD_BYTES + data.len() as u64, 0);
+            Ok(key)
+        })?
     }
 
     fn event_data(
@@ -222,19 +472,30 @@ impl Store for MemoryStore {
         no: StreamNo,
         keys: &[EventKey],
     ) -> Result<Option<Vec<String>>, StoreError> {
-        let stream = self.stream_mut(session, no)?;
+        let stream = self
+            .sessions
+            .get(session)
+            .and_then(|s| s.streams.get(&no))
+            .ok_or_else(|| StoreError(format!("no stream {no}")))?;
         Ok(keys.iter().map(|k| stream.data.get(k).cloned()).collect())
     }
 
     fn delete_events(&mut self, session: &str, no: StreamNo, keys: &[EventKey]) -> Result<(), StoreError> {
-        if let Ok(stream) = self.stream_mut(session, no) {
+        if !self.sessions.contains_key(session) {
+            return Ok(());
+        }
+        self.update(session, |entry, total, _| {
+            let Some(stream) = entry.streams.get_mut(&no) else { return };
+            let mut freed = 0;
             for k in keys {
-                stream.data.remove(k);
+                if let Some(d) = stream.data.remove(k) {
+                    freed += EVENT_RECORD_BYTES + d.len() as u64;
+                }
             }
             if stream.data.is_empty() {
                 stream.data.shrink_to_fit();
             }
-        }
-        Ok(())
+            entry.charge(total, 0, freed);
+        })
     }
 }

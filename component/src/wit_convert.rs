@@ -17,7 +17,7 @@ macro_rules! wit_conversions {
                 max_streams_per_session: c.max_streams_per_session,
                 max_sessions: c.max_sessions,
                 retention_ms: c.retention_ms,
-                session_idle_ms: c.session_idle_ms,
+                max_total_bytes: c.max_total_bytes,
                 retry_ms: c.retry_ms,
                 signing_key: c.signing_key.clone(),
             }
@@ -30,7 +30,7 @@ macro_rules! wit_conversions {
                 max_streams_per_session: c.max_streams_per_session,
                 max_sessions: c.max_sessions,
                 retention_ms: c.retention_ms,
-                session_idle_ms: c.session_idle_ms,
+                max_total_bytes: c.max_total_bytes,
                 retry_ms: c.retry_ms,
                 signing_key: c.signing_key,
             }
@@ -119,6 +119,7 @@ macro_rules! wit_conversions {
                 wit::GateError::DuplicateRequestId => $crate::GateError::DuplicateRequestId,
                 wit::GateError::InvalidRequestId => $crate::GateError::InvalidRequestId,
                 wit::GateError::TooManySessions => $crate::GateError::TooManySessions,
+                wit::GateError::OverBudget => $crate::GateError::OverBudget,
                 wit::GateError::TooManyStreams => $crate::GateError::TooManyStreams,
                 wit::GateError::StoreFailure(why) => $crate::GateError::Store(why),
             }

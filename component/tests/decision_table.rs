@@ -619,20 +619,89 @@ mod sessions_and_bounds {
     }
 
     #[test]
-    fn a_full_gate_reclaims_an_idle_session_and_refuses_when_none_is_idle() {
-        let config = Config { max_sessions: 2, ..Config::default() };
-        let mut f = Fixture::with(config.clone());
+    fn a_full_gate_reclaims_the_idlest_session_without_work_at_once() {
+        let mut f = Fixture::with(Config { max_sessions: 3, ..Config::default() });
         f.open_session("session-b");
         let busy = f.gate.open_stream("session-b", Origin::Standalone, f.now).unwrap();
-        assert_eq!(f.gate.open_session("session-c", f.now, [1; 8]), Err(GateError::TooManySessions));
-        f.now += config.session_idle_ms + 1;
-        f.gate.open_session("session-c", f.now, [1; 8]).unwrap();
-        assert_eq!(
-            f.gate.reconnect(S, b"x", Origin::Standalone, f.now),
-            Err(GateError::UnknownSession),
-            "A was idle"
-        );
+        f.now += 1;
+        f.open_session("session-c");
+        f.now += 1;
+        let info = f.gate.open_session("session-d", f.now, [1; 8]).unwrap();
+        assert_eq!(info.reclaimed.as_deref(), Some(S), "A was idle longest; no idle threshold");
+        assert_eq!(f.gate.has_session(S), Ok(false));
+        let info = f.gate.open_session("session-e", f.now, [2; 8]).unwrap();
+        assert_eq!(info.reclaimed.as_deref(), Some("session-c"), "B holds a live stream");
         assert!(f.gate.reconnect("session-b", busy.priming.id.as_bytes(), Origin::Standalone, f.now).is_ok());
+        assert_eq!(f.gate.counters().unwrap().reclaimed_sessions, 2);
+    }
+
+    #[test]
+    fn unfinished_calls_and_unacknowledged_results_protect_a_session_until_retention() {
+        let config = Config { max_sessions: 2, ..Config::default() };
+        let mut f = Fixture::with(config.clone());
+        let (running, _) = f.dropped_stream(1, 1);
+        f.open_session("session-b");
+        let answered = f.gate.open_stream("session-b", Origin::Request(RequestId::Number(1)), f.now).unwrap();
+        f.gate.terminal("session-b", answered.stream, "done".into(), f.now).unwrap();
+        f.gate.detach("session-b", answered.stream, answered.attachment, f.now).unwrap();
+        f.now += config.retention_ms;
+        assert_eq!(f.gate.open_session("session-c", f.now, [1; 8]), Err(GateError::TooManySessions));
+        f.gate.emit(S, running.stream, "still running".into(), f.now).unwrap();
+        f.now += 2;
+        let info = f.gate.open_session("session-c", f.now, [1; 8]).unwrap();
+        assert_eq!(info.reclaimed.as_deref(), Some("session-b"), "its result expired; A's call is active");
+        assert_eq!(f.gate.has_session(S), Ok(true));
+    }
+
+    #[test]
+    fn the_memory_budget_frees_answered_buffers_then_idle_sessions_then_a_streams_own_oldest() {
+        let event = "e".repeat(1000);
+        let config = Config { max_total_bytes: 16_000, ..Config::default() };
+        let mut f = Fixture::with(config.clone());
+        let answered = f.post(1);
+        for _ in 0..8 {
+            f.emit(answered.stream, &event);
+        }
+        f.terminal(answered.stream, "done");
+        f.open_session("session-idle");
+        let (running, _) = f.dropped_stream(2, 0);
+        let held = |f: &Fixture| f.gate.store().stats().held;
+        for _ in 0..8 {
+            f.emit(running.stream, &event);
+            assert!(held(&f) <= config.max_total_bytes, "{}", held(&f));
+        }
+        assert_eq!(f.gate.store().stats().events, 8, "the answered stream's buffer went first");
+        assert_eq!(f.gate.has_session("session-idle"), Ok(true));
+        for _ in 0..6 {
+            f.emit(running.stream, &event);
+            assert!(held(&f) <= config.max_total_bytes, "{}", held(&f));
+        }
+        assert_eq!(f.gate.has_session("session-idle"), Ok(false), "then the idle session");
+        let events: Vec<Event> = (0..20).map(|_| f.emit(running.stream, &event)).collect();
+        assert!(held(&f) <= config.max_total_bytes, "then the stream's own oldest events");
+        let kept = resumed(f.get(&events[events.len() - 5].id));
+        assert_eq!(kept.events, events[events.len() - 4..], "the newest events stay resumable");
+        fresh_because(f.get(&answered.priming.id), StaleReason::Aborted);
+    }
+
+    #[test]
+    fn past_the_memory_budget_new_streams_are_refused_and_events_are_sent_unbuffered() {
+        let mut f = Fixture::with(Config { max_total_bytes: 1_000, ..Config::default() });
+        let opened = f.gate.open_stream(S, Origin::Standalone, f.now).unwrap();
+        let too_big = f.gate.emit(S, opened.stream, "x".repeat(2_000), f.now).unwrap();
+        assert_eq!(too_big.data.len(), 2_000, "sent live");
+        assert_eq!(f.gate.store().stats().events, 0, "but not buffered");
+        assert_eq!(
+            f.gate.open_stream(S, Origin::Request(RequestId::Number(1)), f.now),
+            Err(GateError::OverBudget)
+        );
+        assert_eq!(f.gate.open_session("session-b", f.now, [3; 8]), Err(GateError::OverBudget));
+        let cursor = opened.priming.id.as_bytes();
+        let refused = f.gate.reconnect(S, cursor, Origin::Standalone, f.now);
+        assert_eq!(refused, Err(GateError::OverBudget), "a fresh stream needs room too");
+        assert!(f.gate.store().stats().held <= 1_000);
+        f.gate.configure(Config::default()).unwrap();
+        fresh_because(f.get(&opened.priming.id), StaleReason::Evicted);
     }
 
     #[test]
@@ -643,7 +712,7 @@ mod sessions_and_bounds {
             Config { max_streams_per_session: 0, ..Config::default() },
             Config { max_sessions: 0, ..Config::default() },
             Config { retention_ms: 0, ..Config::default() },
-            Config { session_idle_ms: 0, ..Config::default() },
+            Config { max_total_bytes: 0, ..Config::default() },
             Config { signing_key: Some(b"short".to_vec()), ..Config::default() },
         ];
         for config in bad {

@@ -91,7 +91,7 @@ impl store::HostBucket for KvView<'_> {
         _: Resource<Bucket>,
         _cursor: Option<String>,
     ) -> Result<store::KeyResponse, store::Error> {
-        let keys = self.kv.keys_with_prefix("").map_err(|e| other(e.0))?;
+        let keys = self.kv.keys();
         Ok(store::KeyResponse { keys, cursor: None })
     }
 

@@ -197,7 +197,11 @@ impl GateHost {
 
 impl mcp_transport::gate::GateApi for GateHost {
     fn open_session(&mut self, session: &str) -> Result<u64, resume_gate::GateError> {
-        self.call(|g, s| g.call_open_session(s, session)).map(|i| i.epoch)
+        let info = self.call(|g, s| g.call_open_session(s, session))?;
+        if let Some(victim) = &info.reclaimed {
+            tracing::info!(session = %victim, "reclaimed the session idle longest to admit a new one");
+        }
+        Ok(info.epoch)
     }
 
     fn has_session(&mut self, session: &str) -> Result<bool, resume_gate::GateError> {

@@ -201,9 +201,10 @@ fn gate_error_plain(e: &GateError, id: Option<&RequestId>) -> Plain {
             INVALID_REQUEST,
             "Invalid Request: this request id was already used in this session",
         ),
-        GateError::TooManySessions | GateError::TooManyStreams | GateError::Store(_) => {
-            unavailable(id, &e.to_string())
-        }
+        GateError::TooManySessions
+        | GateError::TooManyStreams
+        | GateError::OverBudget
+        | GateError::Store(_) => unavailable(id, &e.to_string()),
         _ => rpc_error(500, id, INTERNAL_ERROR, &format!("Internal error: {e}")),
     }
 }

@@ -23,7 +23,11 @@ pub struct ImportedGate;
 
 impl GateApi for ImportedGate {
     fn open_session(&mut self, session: &str) -> Result<u64, GateError> {
-        gate::open_session(session).map(|i| i.epoch).map_err(convert::from_wit_error)
+        let info = gate::open_session(session).map_err(convert::from_wit_error)?;
+        if let Some(victim) = &info.reclaimed {
+            eprintln!("resume-gate: reclaimed session {victim}, idle longest, to admit a new one");
+        }
+        Ok(info.epoch)
     }
 
     fn has_session(&mut self, session: &str) -> Result<bool, GateError> {

@@ -202,7 +202,7 @@ macro_rules! component_driver {
                 let (gate, store) = self.exports();
                 Ok(gate
                     .call_open_session(store, session)?
-                    .map(|i| SessionInfo { epoch: i.epoch })
+                    .map(|i| SessionInfo { epoch: i.epoch, reclaimed: i.reclaimed })
                     .map_err(from_wit_error))
             }
             fn end_session(&mut self, session: &str) -> Result<Result<(), GateError>> {

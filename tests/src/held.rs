@@ -52,8 +52,10 @@ impl Held for KvView<'_> {
                 _ => {}
             }
         }
+        let held = self.0.snapshot().iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
         MemoryStats {
             sessions: sessions.len(),
+            held,
             streams: streams.values().sum(),
             events: events.values().map(|e| e.0).sum(),
             bytes: events.values().map(|e| e.1).sum(),

@@ -53,10 +53,16 @@ pub fn small_config(signed: bool) -> Config {
         max_streams_per_session: 4,
         max_sessions: 2,
         retention_ms: 1_000,
-        session_idle_ms: 3_000,
+        max_total_bytes: 256 << 20,
         retry_ms: Some(500),
         signing_key: signed.then(|| b"property-test signing key".to_vec()),
     }
+}
+
+/// `small_config` with a memory budget smaller than what its other bounds allow, so that
+/// freeing answered buffers, reclaiming for bytes and `over-budget` happen too.
+pub fn tight_budget_config(signed: bool) -> Config {
+    Config { max_total_bytes: 3_000, ..small_config(signed) }
 }
 
 fn origin() -> impl Strategy<Value = OriginPick> {

@@ -65,6 +65,13 @@ fn huge_and_invalid_inputs_get_typed_errors_or_fresh_decisions_never_a_trap() {
 
     g.call_open_session(&mut *store, "s").unwrap().unwrap();
     let request = Origin::Request(RequestId::Text(huge.clone()));
+    assert_eq!(g.call_open_stream(&mut *store, "s", &request).unwrap(), Err(GateError::InvalidRequestId));
+    let cursor = b"rg1".as_slice();
+    assert_eq!(
+        g.call_on_reconnect(&mut *store, "s", cursor, &request).unwrap(),
+        Err(GateError::InvalidRequestId)
+    );
+    let request = Origin::Request(RequestId::Text("r".repeat(256)));
     let opened = g.call_open_stream(&mut *store, "s", &request).unwrap().unwrap();
     assert_eq!(g.call_on_emit(&mut *store, "s", u64::MAX, "x").unwrap(), Err(GateError::UnknownStream));
     assert_eq!(g.call_abort_stream(&mut *store, "s", 0).unwrap(), Err(GateError::UnknownStream));

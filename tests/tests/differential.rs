@@ -3,13 +3,13 @@
 //! reasons, errors and replayed payloads, step by step.
 
 use proptest::prelude::*;
+use resume_gate::Config;
 use resume_gate_tests::drivers::{Native, Wasm};
-use resume_gate_tests::ops::{Normalizer, Op, Run, ops, small_config};
+use resume_gate_tests::ops::{Normalizer, Op, Run, ops, small_config, tight_budget_config};
 
 const CASES: u32 = 256;
 
-fn same_on_both_sides(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
-    let config = small_config(signed);
+fn same_on_both_sides(ops: &[Op], config: Config) -> Result<(), TestCaseError> {
     let mut native = Run::new(Native::new(config.clone()), &config);
     let mut wasm = Run::new(Wasm::new().expect("instantiate the component"), &config);
     let (mut norm_native, mut norm_wasm) = (Normalizer::default(), Normalizer::default());
@@ -32,11 +32,16 @@ proptest! {
 
     #[test]
     fn the_component_decides_exactly_like_the_core(ops in ops(60)) {
-        same_on_both_sides(&ops, false)?;
+        same_on_both_sides(&ops, small_config(false))?;
+    }
+
+    #[test]
+    fn the_component_decides_exactly_like_the_core_under_a_tight_memory_budget(ops in ops(60)) {
+        same_on_both_sides(&ops, tight_budget_config(false))?;
     }
 
     #[test]
     fn the_component_decides_exactly_like_the_core_with_signed_ids(ops in ops(60)) {
-        same_on_both_sides(&ops, true)?;
+        same_on_both_sides(&ops, small_config(true))?;
     }
 }

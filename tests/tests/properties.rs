@@ -20,7 +20,7 @@ use resume_gate::kv::MemoryKv;
 use resume_gate::{Config, Decision, Event, GateError, Origin, StaleReason, StreamNo};
 use resume_gate_tests::drivers::Native;
 use resume_gate_tests::held::{Held, KvView};
-use resume_gate_tests::ops::{Call, Op, Outcome, Run, ops, small_config};
+use resume_gate_tests::ops::{Call, Op, Outcome, Run, ops, small_config, tight_budget_config};
 
 const CASES: u32 = 2_000;
 
@@ -335,7 +335,7 @@ fn holds(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
 }
 
 /// The same promises with the state in a key-value store; at the end, ending every session
-/// leaves nothing behind but the session counter.
+/// leaves nothing behind but the session counter and the admission queue's two counters.
 fn holds_over_kv(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
     let config = small_config(signed);
     let kv = MemoryKv::new();
@@ -348,14 +348,57 @@ fn holds_over_kv(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
     for session in model.sessions.keys() {
         run.driver.gate.end_session(session).ok();
     }
-    let left: Vec<String> =
-        kv.snapshot().into_iter().map(|(k, _)| k).filter(|k| k != "rg/sessions").collect();
+    let left: Vec<String> = kv
+        .snapshot()
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| !["rg/sessions", "rg/q/head", "rg/q/tail"].contains(&k.as_str()))
+        .collect();
     prop_assert!(left.is_empty(), "keys left after every session ended: {left:?}");
+    Ok(())
+}
+
+/// Under a memory budget tighter than the other bounds: the budget holds after every step
+/// (one event's data may pass through, never stay), every session boundary holds, and the only
+/// refusals are the documented ones.
+fn the_budget_holds(ops: &[Op]) -> Result<(), TestCaseError> {
+    let config = tight_budget_config(false);
+    let mut run = Run::new(Native::new(config.clone()), &config);
+    for op in ops {
+        let (call, outcome) = run.step(op).expect("the native core has no traps");
+        let refusal = match &outcome {
+            Outcome::Session(Err(e)) | Outcome::Unit(Err(e)) => Some(e.clone()),
+            Outcome::Opened(Err(e)) => Some(e.clone()),
+            Outcome::Event(Err(e)) | Outcome::Decision(Err(e)) => Some(e.clone()),
+            _ => None,
+        };
+        if let Some(e) = refusal {
+            let allowed = matches!(
+                e,
+                GateError::OverBudget
+                    | GateError::TooManySessions
+                    | GateError::TooManyStreams
+                    | GateError::UnknownSession
+                    | GateError::UnknownStream
+                    | GateError::StreamFinished
+                    | GateError::DuplicateRequestId
+                    | GateError::NotARequestStream
+            );
+            prop_assert!(allowed, "{call:?} refused with {e:?}");
+        }
+        let st = run.driver.gate.store().stats();
+        prop_assert!(st.held <= config.max_total_bytes, "{call:?} left {} bytes held", st.held);
+    }
     Ok(())
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: CASES, ..ProptestConfig::default() })]
+
+    #[test]
+    fn the_memory_budget_holds_over_random_operation_sequences(ops in ops(80)) {
+        the_budget_holds(&ops)?;
+    }
 
     #[test]
     fn every_promise_holds_over_random_operation_sequences(ops in ops(80)) {

@@ -58,17 +58,4 @@ impl Kv for WasiKv {
             Err(atomics::CasError::StoreError(e)) => Err(failed(e)),
         }
     }
-
-    fn keys_with_prefix(&mut self, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let mut keys = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = self.bucket.list_keys(cursor.as_deref()).map_err(failed)?;
-            keys.extend(page.keys.into_iter().filter(|k| k.starts_with(prefix)));
-            match page.cursor {
-                Some(next) if cursor.as_ref() != Some(&next) => cursor = Some(next),
-                _ => return Ok(keys),
-            }
-        }
-    }
 }
