@@ -121,9 +121,13 @@ fn run_call(gate: ImportedGate, conn: Connection, stream: &Stream, pending: Pend
         Some(Err((code, message))) => jsonrpc::error(Some(&pending.request_id), code, &message),
         None => jsonrpc::error(Some(&pending.request_id), jsonrpc::INTERNAL_ERROR, "the tool did not finish"),
     };
+    // Asked before the terminal is recorded: `poll` reports a finished stream as done too.
+    let taken_over = host.conn.borrow().is_open() && host.taken_over();
     let mut gate = host.gate.into_inner();
     let mut conn = host.conn.into_inner();
-    if let Ok(event) = gate.terminal(&stream.session, stream.stream, &response) {
+    if let Ok(event) = gate.terminal(&stream.session, stream.stream, &response)
+        && !taken_over
+    {
         conn.write(&sse::frame(&event));
     }
     conn.finish();
@@ -144,6 +148,16 @@ struct CallHost<'a> {
     gate: RefCell<ImportedGate>,
     conn: RefCell<Connection>,
     stream: &'a Stream,
+}
+
+impl CallHost<'_> {
+    /// Whether a resume attached another connection to the stream (or it ended): the gate's
+    /// `poll` says `done` for an attachment that is no longer the stream's.
+    fn taken_over(&self) -> bool {
+        let s = self.stream;
+        let polled = self.gate.borrow_mut().poll(&s.session, s.stream, s.attachment, u64::MAX);
+        polled.is_ok_and(|p| p.done)
+    }
 }
 
 impl ToolHost for CallHost<'_> {
@@ -167,7 +181,10 @@ impl ToolHost for CallHost<'_> {
         match emitted {
             Ok(event) => {
                 let mut conn = self.conn.borrow_mut();
-                if conn.is_open() && !conn.write(&sse::frame(&event)) {
+                if conn.is_open() && self.taken_over() {
+                    // A resume on another connection follows the stream now: this one ends.
+                    conn.finish();
+                } else if conn.is_open() && !conn.write(&sse::frame(&event)) {
                     // The client went away: the stream waits for its GET resume.
                     let _ = self.gate.borrow_mut().detach(&s.session, s.stream, s.attachment);
                 }

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 on_both_servers!(
     a_cut_mid_stream_resumes_with_exactly_the_missed_events,
+    a_resume_takes_the_stream_over_and_the_old_connection_gets_nothing_more,
     a_client_that_missed_the_terminal_gets_it_once_then_its_cursor_is_stale,
     a_post_carrying_a_stale_last_event_id_runs_only_its_own_call,
     append_under_a_cut_runs_exactly_once_and_its_result_arrives_on_resume,
@@ -65,6 +66,30 @@ fn a_cut_mid_stream_resumes_with_exactly_the_missed_events(start: fn() -> TestSe
     assert_eq!(progress, [3, 4, 5], "every missed event once, in order");
     assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1], "the result exactly once");
     assert_eq!(rest.last().map(|f| f.json()["result"]["content"][0]["text"].clone()), Some(json!("done")));
+}
+
+fn a_resume_takes_the_stream_over_and_the_old_connection_gets_nothing_more(start: fn() -> TestServer) {
+    let srv = start();
+    let c = Client::initialize(srv.addr);
+    let mut post = c.call(1, "countdown", json!({"n": 6, "interval_ms": 150}), &[]);
+    let seen = frames(&mut post, 3);
+    assert_eq!(progress_of(&seen[2]), Some(2));
+
+    // The client believes the POST is dead and resumes while it is in fact still open.
+    let mut get = c.get(seen[2].id.as_deref());
+    assert_eq!(get.status, 200);
+    let rest = get.frames_until_closed(WAIT);
+    let progress: Vec<u64> = rest.iter().filter_map(progress_of).collect();
+    assert_eq!(progress, [3, 4, 5, 6], "the new connection gets every later event");
+    assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1]);
+
+    let late = post.frames_until_closed(QUIET);
+    let late_progress: Vec<u64> = late.iter().filter_map(progress_of).collect();
+    assert!(
+        late_progress.iter().all(|p| *p <= 3) && late.iter().all(|f| result_id(f).is_none()),
+        "after the take-over the old connection got {late_progress:?} and {} results",
+        late.iter().filter_map(result_id).count()
+    );
 }
 
 fn a_client_that_missed_the_terminal_gets_it_once_then_its_cursor_is_stale(start: fn() -> TestServer) {
