@@ -30,6 +30,10 @@ struct Cli {
         value_delimiter = ','
     )]
     allowed_hosts: Vec<String>,
+    /// Sessions the gate keeps at once (the app's `max_sessions` variable, as
+    /// `SPIN_VARIABLE_MAX_SESSIONS` sets it under Spin).
+    #[arg(long, env = "RESUME_GATE_MAX_SESSIONS")]
+    max_sessions: Option<u32>,
     /// Leave Nagle's algorithm on (no `TCP_NODELAY`), as Spin may: only for measuring the
     /// front's own write coalescing.
     #[arg(long)]
@@ -80,7 +84,9 @@ fn main() -> Result<()> {
                     hosts.push(AllowedHosts::entry_for(cli.bind));
                 }
             }
-            let variables = Variables::new([(variables::ALLOWED_HOSTS.to_owned(), hosts.join(","))]);
+            let mut values = vec![(variables::ALLOWED_HOSTS.to_owned(), hosts.join(","))];
+            values.extend(cli.max_sessions.map(|n| (variables::MAX_SESSIONS.to_owned(), n.to_string())));
+            let variables = Variables::new(values);
             let host = EdgeHost::built(variables)?;
             let addr = std::net::SocketAddr::new(cli.bind, cli.port);
             let tcp = if cli.nagle { Tcp::Nagle } else { Tcp::NoDelay };

@@ -24,6 +24,8 @@ use bindings::fermyon::spin::variables::{self as wit, Error};
 
 /// The variable naming the hosts the front answers to (see `spin.toml`).
 pub const ALLOWED_HOSTS: &str = "allowed_hosts";
+/// The variable bounding the gate's sessions (`max-sessions`).
+pub const MAX_SESSIONS: &str = "max_sessions";
 
 /// The app's variables, shared by every instance.
 #[derive(Clone, Debug, Default)]

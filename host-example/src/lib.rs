@@ -86,6 +86,7 @@ pub struct GateHost {
     gate: GateMemory,
     pre: GateMemoryPre<HostState>,
     memory_limit: usize,
+    config: Option<resume_gate::Config>,
 }
 
 /// Linear memory an instance may grow to by default: the component's 32-bit address space.
@@ -121,7 +122,7 @@ impl GateHost {
     /// A new instance from a linked component, on the engine it was linked with.
     pub fn from_pre(pre: &GateMemoryPre<HostState>, wasi: WasiCtx) -> anyhow::Result<Self> {
         let (store, gate) = Self::instantiate(pre, wasi, DEFAULT_MEMORY_LIMIT)?;
-        Ok(Self { store, gate, pre: pre.clone(), memory_limit: DEFAULT_MEMORY_LIMIT })
+        Ok(Self { store, gate, pre: pre.clone(), memory_limit: DEFAULT_MEMORY_LIMIT, config: None })
     }
 
     /// Caps the instance's linear memory at `bytes` (and every instance that replaces it): a
@@ -157,6 +158,13 @@ impl GateHost {
             Ok((store, gate)) => {
                 self.store = store;
                 self.gate = gate;
+                if let Some(config) = self.config.clone() {
+                    let wit = convert::to_wit_config(&config);
+                    let (g, store) = self.gate();
+                    if !matches!(g.call_configure(store, &wit), Ok(Ok(()))) {
+                        tracing::error!("the recreated gate instance refused its configuration");
+                    }
+                }
             }
             Err(e) => tracing::error!(error = %e, "recreating the gate instance failed"),
         }
@@ -173,6 +181,14 @@ impl GateHost {
             Ok(r) => r.map_err(convert::from_wit_error),
             Err(trap) => Err(self.recover(&trap)),
         }
+    }
+
+    /// Sets the gate's bounds (and those of every instance that replaces this one after a
+    /// trap); an invalid configuration is refused and the old one kept.
+    pub fn configure(&mut self, config: &resume_gate::Config) -> Result<(), resume_gate::GateError> {
+        self.call(|g, s| g.call_configure(s, &convert::to_wit_config(config)))?;
+        self.config = Some(config.clone());
+        Ok(())
     }
 
     /// Loads the gate this crate was built with, on a default engine.
@@ -275,5 +291,9 @@ impl mcp_transport::gate::GateApi for GateHost {
     ) -> Result<resume_gate::Decision, resume_gate::GateError> {
         let origin = convert::to_wit_origin(origin);
         self.call(|g, s| g.call_on_reconnect(s, session, cursor, &origin)).map(convert::from_wit_decision)
+    }
+
+    fn memory_bytes(&self) -> Option<usize> {
+        Some(self.linear_memory_bytes())
     }
 }

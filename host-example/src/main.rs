@@ -50,6 +50,13 @@ struct ServeArgs {
         value_delimiter = ','
     )]
     allowed_hosts: Vec<String>,
+    /// Sessions the gate keeps at once; when full, the one idle longest that holds no work
+    /// is reclaimed for a newcomer.
+    #[arg(long, env = "RESUME_GATE_MAX_SESSIONS")]
+    max_sessions: Option<u32>,
+    /// Bytes the gate keeps in all (events, ids, records); default 256 MiB.
+    #[arg(long, env = "RESUME_GATE_MAX_TOTAL_BYTES")]
+    max_total_bytes: Option<u64>,
     /// Leave Nagle's algorithm on (no `TCP_NODELAY`): only for measuring the server's own
     /// write coalescing; kept-alive clients may then wait for delayed ACKs.
     #[arg(long)]
@@ -82,7 +89,15 @@ fn serve(args: ServeArgs) -> Result<()> {
         tracing::warn!("serving without the gate: no event ids, no resumption (--no-gate)");
         host_example::serve::App::without_gate(args.journal, hosts)?
     } else {
-        host_example::serve::App::new(GateHost::load_default()?, args.journal, hosts)?
+        let mut gate = GateHost::load_default()?;
+        let defaults = resume_gate::Config::default();
+        let config = resume_gate::Config {
+            max_sessions: args.max_sessions.unwrap_or(defaults.max_sessions),
+            max_total_bytes: args.max_total_bytes.unwrap_or(defaults.max_total_bytes),
+            ..defaults
+        };
+        gate.configure(&config).map_err(|e| anyhow!("--max-sessions/--max-total-bytes: {e}"))?;
+        host_example::serve::App::new(gate, args.journal, hosts)?
     };
     let tcp = if args.nagle { Tcp::Nagle } else { Tcp::NoDelay };
     let runtime = tokio::runtime::Runtime::new()?;

@@ -100,6 +100,11 @@ impl App {
         }))
     }
 
+    /// The gate's memory (its instance's linear memory), for tests and metrics.
+    pub fn gate_memory_bytes(&self) -> Option<usize> {
+        self.core().gate.memory_bytes()
+    }
+
     fn core(&self) -> MutexGuard<'_, Core> {
         self.core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }

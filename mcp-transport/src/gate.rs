@@ -16,4 +16,9 @@ pub trait GateApi {
     fn abort_request(&mut self, session: &str, id: &RequestId) -> Result<bool, GateError>;
     fn poll(&mut self, session: &str, stream: u64, attachment: u32, after: u64) -> Result<Polled, GateError>;
     fn reconnect(&mut self, session: &str, cursor: &[u8], origin: &Origin) -> Result<Decision, GateError>;
+    /// Bytes of memory the gate's state occupies, when the host can tell (a component
+    /// instance: its linear memory).
+    fn memory_bytes(&self) -> Option<usize> {
+        None
+    }
 }

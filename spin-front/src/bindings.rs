@@ -18,6 +18,12 @@ mod convert {
     resume_gate::wit_conversions!();
 }
 
+/// Sets `max-sessions` on this instance of the gate, the other bounds at their defaults.
+pub fn configure(max_sessions: u32) -> Result<(), GateError> {
+    let config = gate::Config { max_sessions, ..gate::default_config() };
+    gate::configure(&config).map_err(convert::from_wit_error)
+}
+
 /// The gate component this front is composed with; its state is in the key-value store.
 pub struct ImportedGate;
 

@@ -38,6 +38,8 @@ use connection::Connection;
 
 /// The Spin variable naming the hosts this app answers to.
 const ALLOWED_HOSTS_VARIABLE: &str = "allowed_hosts";
+/// The Spin variable bounding the sessions the gate keeps (`max-sessions`).
+const MAX_SESSIONS_VARIABLE: &str = "max_sessions";
 /// How long a GET follows an unfinished stream before it ends with a `retry` (SEP-1699).
 const FOLLOW_MS: u64 = 10_000;
 /// How often a following GET polls the store.
@@ -52,6 +54,7 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
         Err(plain) => return connection::reply_plain(out, plain),
     };
     let mut gate = ImportedGate;
+    configure_gate();
     let server = Server::new(ServerConfig {
         name: "resume-gate spin-front".into(),
         allowed_hosts: allowed_hosts(),
@@ -206,6 +209,19 @@ impl ToolHost for CallHost<'_> {
 
     fn journal(&self) -> Result<Vec<String>, String> {
         Journal::open()?.lines()
+    }
+}
+
+/// Applies the `max_sessions` variable, when set, to this request's gate instance.
+fn configure_gate() {
+    let Ok(value) = spin_sdk::variables::get(MAX_SESSIONS_VARIABLE) else { return };
+    match value.trim().parse() {
+        Ok(max_sessions) => {
+            if let Err(e) = bindings::configure(max_sessions) {
+                eprintln!("resume-gate: the max_sessions variable was refused: {e}");
+            }
+        }
+        Err(_) => eprintln!("resume-gate: the max_sessions variable is not a number: {value:?}"),
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use edge_host::serve::EdgeHost;
-use edge_host::variables::{ALLOWED_HOSTS, Variables};
+use edge_host::variables::{ALLOWED_HOSTS, MAX_SESSIONS, Variables};
 use host_example::GateHost;
 use host_example::serve::App;
 pub use host_example::serve::Tcp;
@@ -31,6 +31,8 @@ pub struct TestServer {
     pub journal: PathBuf,
     _dir: Option<tempfile::TempDir>,
     runtime: Option<tokio::runtime::Runtime>,
+    /// host-example's app, to look at its gate from the test.
+    pub app: Option<std::sync::Arc<App>>,
 }
 
 fn runtime_and_listener() -> (tokio::runtime::Runtime, tokio::net::TcpListener) {
@@ -49,9 +51,17 @@ fn compiled_edge_app() -> Component {
     .clone()
 }
 
-fn gated_app(journal: PathBuf, hosts: AllowedHosts) -> std::sync::Arc<App> {
+fn gated_app(journal: PathBuf, setup: &Setup) -> std::sync::Arc<App> {
     let (engine, component) = compiled_gate();
-    let gate = GateHost::new(&engine, &component).expect("instantiate the gate");
+    let mut gate = GateHost::new(&engine, &component).expect("instantiate the gate");
+    let defaults = resume_gate::Config::default();
+    let config = resume_gate::Config {
+        max_sessions: setup.max_sessions.unwrap_or(defaults.max_sessions),
+        max_total_bytes: setup.max_total_bytes.unwrap_or(defaults.max_total_bytes),
+        ..defaults
+    };
+    gate.configure(&config).expect("a valid configuration");
+    let hosts = setup.hosts();
     App::new(gate, journal, hosts).expect("open the journal")
 }
 
@@ -61,6 +71,9 @@ pub struct Setup {
     pub tcp: Tcp,
     /// `--allowed-host` values; none: the localhost names.
     pub allowed_hosts: Vec<&'static str>,
+    /// `--max-sessions` (host-example and edge-host) and `--max-total-bytes` (host-example).
+    pub max_sessions: Option<u32>,
+    pub max_total_bytes: Option<u64>,
 }
 
 impl Setup {
@@ -82,8 +95,8 @@ impl TestServer {
     ) -> Self {
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
-        runtime.spawn(host_example::serve::serve_on(app, listener, tcp));
-        Self { addr, journal, _dir: dir, runtime: Some(runtime) }
+        runtime.spawn(host_example::serve::serve_on(app.clone(), listener, tcp));
+        Self { addr, journal, _dir: dir, runtime: Some(runtime), app: Some(app) }
     }
 
     /// host-example with a journal in a directory of its own.
@@ -95,7 +108,7 @@ impl TestServer {
     pub fn host_example_with(setup: Setup) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join("journal.txt");
-        Self::serve_app(gated_app(journal.clone(), setup.hosts()), journal, Some(dir), setup.tcp)
+        Self::serve_app(gated_app(journal.clone(), &setup), journal, Some(dir), setup.tcp)
     }
 
     /// host-example with the gate bypassed (`--no-gate`): for measuring the gate's share.
@@ -117,7 +130,9 @@ impl TestServer {
     pub fn edge_with(setup: Setup) -> Self {
         let hosts =
             if setup.allowed_hosts.is_empty() { LOCALHOST.to_vec() } else { setup.allowed_hosts.clone() };
-        let variables = Variables::new([(ALLOWED_HOSTS.to_owned(), hosts.join(","))]);
+        let mut values = vec![(ALLOWED_HOSTS.to_owned(), hosts.join(","))];
+        values.extend(setup.max_sessions.map(|n| (MAX_SESSIONS.to_owned(), n.to_string())));
+        let variables = Variables::new(values);
         let host =
             EdgeHost::from_compiled(&compiled_edge_app(), MemoryKv::new(), variables).expect("link the app");
         let (runtime, listener) = runtime_and_listener();
@@ -127,7 +142,7 @@ impl TestServer {
             Tcp::Nagle => edge_host::serve::Tcp::Nagle,
         };
         runtime.spawn(host.serve_on(listener, tcp));
-        Self { addr, journal: PathBuf::new(), _dir: None, runtime: Some(runtime) }
+        Self { addr, journal: PathBuf::new(), _dir: None, runtime: Some(runtime), app: None }
     }
 
     pub fn url(&self) -> String {

@@ -47,6 +47,10 @@ fn the_allowed_hosts_variable_defaults_to_the_localhost_names_edge_host_serves()
     assert_eq!(names, mcp_transport::hosts::LOCALHOST);
     assert_eq!(m["component"]["mcp"]["variables"]["allowed_hosts"].as_str(), Some("{{ allowed_hosts }}"));
     assert_eq!(edge_host::variables::ALLOWED_HOSTS, "allowed_hosts", "the name edge-host supplies");
+    let max = m["variables"]["max_sessions"]["default"].as_str().unwrap();
+    assert_eq!(max, resume_gate::Config::default().max_sessions.to_string(), "the gate's own default");
+    assert_eq!(m["component"]["mcp"]["variables"]["max_sessions"].as_str(), Some("{{ max_sessions }}"));
+    assert_eq!(edge_host::variables::MAX_SESSIONS, "max_sessions");
 }
 
 #[test]
