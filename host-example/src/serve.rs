@@ -214,8 +214,8 @@ impl ToolHost for CallHost {
         self.app.journal.append(line)
     }
 
-    fn journal(&self) -> Result<Vec<String>, String> {
-        self.app.journal.lines()
+    fn journal(&self, from: u64, limit: u64) -> Result<tools::JournalPage, String> {
+        self.app.journal.page(from, limit)
     }
 }
 
@@ -242,18 +242,26 @@ impl Journal {
             .append(true)
             .open(&self.path)
             .map_err(|e| e.to_string())?;
+        if *count >= tools::MAX_JOURNAL_LINES {
+            return Err(format!("the journal is full ({} lines)", tools::MAX_JOURNAL_LINES));
+        }
         writeln!(f, "{line}").map_err(|e| e.to_string())?;
         *count += 1;
         Ok(*count)
     }
 
-    fn lines(&self) -> Result<Vec<String>, String> {
-        let _count = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) => Ok(text.lines().map(str::to_owned).collect()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(e.to_string()),
-        }
+    fn page(&self, from: u64, limit: u64) -> Result<tools::JournalPage, String> {
+        let count = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let file = match std::fs::File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(tools::JournalPage::default()),
+            Err(e) => return Err(e.to_string()),
+        };
+        let skip = usize::try_from(from).unwrap_or(usize::MAX);
+        let take = usize::try_from(limit).unwrap_or(usize::MAX);
+        let lines = std::io::BufReader::new(file).lines().skip(skip).take(take);
+        let lines = lines.collect::<Result<Vec<_>, _>>().map_err(|e| e.to_string())?;
+        Ok(tools::JournalPage { lines, total: *count })
     }
 }
 
@@ -431,4 +439,26 @@ pub async fn serve_on(app: Arc<App>, listener: tokio::net::TcpListener, tcp: Tcp
     });
     axum::serve(listener, router(app)).await?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_journal_is_bounded_and_pages() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(dir.path().join("journal.txt")).unwrap();
+        for i in 0..tools::MAX_JOURNAL_LINES {
+            assert_eq!(journal.append(&format!("line {i}")), Ok(i + 1));
+        }
+        assert!(journal.append("one too many").unwrap_err().contains("full"));
+        let page = journal.page(998, 100).unwrap();
+        assert_eq!(
+            page,
+            tools::JournalPage { lines: vec!["line 998".into(), "line 999".into()], total: 1000 }
+        );
+        let reopened = Journal::open(dir.path().join("journal.txt")).unwrap();
+        assert!(reopened.append("still full after a restart").is_err());
+    }
 }

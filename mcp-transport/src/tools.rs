@@ -20,6 +20,13 @@ pub const MAX_TOOL_NAME_BYTES: usize = 128;
 pub const MAX_PROGRESS_TOKEN_BYTES: usize = 256;
 /// Longest line `append` accepts.
 pub const MAX_APPEND_BYTES: usize = 64 * 1024;
+/// Lines the journal holds; `append` fails beyond (a host enforces it where it writes).
+pub const MAX_JOURNAL_LINES: u64 = 1000;
+/// Lines one `journal` call returns at most, and by default.
+pub const JOURNAL_PAGE_LINES: u64 = 100;
+/// Bytes of lines one `journal` page holds at most (at least one line), so that a page is
+/// one event the gate can buffer.
+pub const JOURNAL_PAGE_BYTES: usize = 256 * 1024;
 
 pub trait ToolHost {
     fn sleep(&self, ms: u64) -> impl Future<Output = ()> + Send;
@@ -28,9 +35,18 @@ pub trait ToolHost {
     fn notify(&self, message: String) -> bool;
     /// Ends the call's HTTP connection without ending the call (SEP-1699 polling).
     fn close_connection(&self);
-    /// Appends a line to the journal and returns the journal's new line count.
+    /// Appends a line to the journal and returns the journal's new line count; fails once
+    /// the journal holds [`MAX_JOURNAL_LINES`].
     fn append(&self, line: &str) -> Result<u64, String>;
-    fn journal(&self) -> Result<Vec<String>, String>;
+    /// Up to `limit` lines from line `from` (0-based), and how many the journal holds.
+    fn journal(&self, from: u64, limit: u64) -> Result<JournalPage, String>;
+}
+
+/// A run of the journal's lines.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct JournalPage {
+    pub lines: Vec<String>,
+    pub total: u64,
 }
 
 /// A `tools/call`'s parameters.
@@ -81,7 +97,16 @@ const TOOLS: &[Tool] = &[
         description: "Appends a line to the journal and returns the new line count (not idempotent)",
         schema: || json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
     },
-    Tool { name: "journal", description: "Returns the journal's lines", schema: no_arguments },
+    Tool {
+        name: "journal",
+        description: "Returns a page of the journal's lines (at most 100 lines or 256 KiB) and where the next starts",
+        schema: || {
+            json!({"type": "object", "properties": {
+                "from": {"type": "integer", "minimum": 0},
+                "limit": {"type": "integer", "minimum": 1, "maximum": JOURNAL_PAGE_LINES}
+            }})
+        },
+    },
     Tool {
         name: "countdown",
         description: "Sends n progress notifications, one every interval_ms, then returns \"done\"",
@@ -124,6 +149,28 @@ fn tool_error(s: impl Into<String>) -> Value {
     json!({"isError": true, "content": [{"type": "text", "text": s.into()}]})
 }
 
+/// The `journal` result: the page cut to [`JOURNAL_PAGE_BYTES`], and where the next begins.
+fn journal_page(from: u64, mut page: JournalPage) -> Value {
+    let mut bytes = 0;
+    let keep = page
+        .lines
+        .iter()
+        .take_while(|l| {
+            bytes += l.len();
+            bytes <= JOURNAL_PAGE_BYTES
+        })
+        .count()
+        .max(1)
+        .min(page.lines.len());
+    page.lines.truncate(keep);
+    let end = from.saturating_add(keep as u64);
+    let next = (end < page.total).then_some(end);
+    json!({
+        "content": [{"type": "text", "text": page.lines.join("\n")}],
+        "structuredContent": {"lines": page.lines, "from": from, "total": page.total, "next": next}
+    })
+}
+
 fn progress(token: &Value, progress: u64, total: u64) -> String {
     jsonrpc::notification(
         "notifications/progress",
@@ -152,13 +199,19 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
                 Err(e) => tool_error(format!("journal write failed: {e}")),
             })
         }
-        "journal" => Ok(match host.journal() {
-            Ok(lines) => json!({
-                "content": [{"type": "text", "text": lines.join("\n")}],
-                "structuredContent": {"lines": lines}
-            }),
-            Err(e) => tool_error(format!("journal read failed: {e}")),
-        }),
+        "journal" => {
+            let Some(from) = args.get("from").map_or(Some(0), Value::as_u64) else {
+                return bad("`from` must be a non-negative integer");
+            };
+            let limit = args.get("limit").map_or(Some(JOURNAL_PAGE_LINES), Value::as_u64);
+            let Some(limit) = limit.filter(|l| (1..=JOURNAL_PAGE_LINES).contains(l)) else {
+                return bad("`limit` must be an integer from 1 to 100");
+            };
+            Ok(match host.journal(from, limit) {
+                Ok(page) => journal_page(from, page),
+                Err(e) => tool_error(format!("journal read failed: {e}")),
+            })
+        }
         "countdown" => {
             let Some(n) = args.get("n").and_then(Value::as_u64).filter(|n| *n <= MAX_COUNTDOWN_STEPS) else {
                 return bad("`n` must be an integer from 0 to 10000");

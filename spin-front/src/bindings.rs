@@ -93,7 +93,7 @@ pub struct Journal {
 const COUNT_KEY: &str = "journal/count";
 
 impl Journal {
-    pub const MAX_LINES: i64 = 1000;
+    const MAX_LINES: i64 = mcp_transport::tools::MAX_JOURNAL_LINES as i64;
 
     pub fn open() -> Result<Self, String> {
         store::open("default").map(|bucket| Self { bucket }).map_err(|e| format!("{e:?}"))
@@ -109,20 +109,24 @@ impl Journal {
         u64::try_from(n).map_err(|_| "journal count out of range".to_owned())
     }
 
-    /// Lines in order; stops at a line whose writer has not stored it yet.
-    pub fn lines(&self) -> Result<Vec<String>, String> {
+    /// Up to `limit` lines from line `from` (0-based), in order; stops at a line whose
+    /// writer has not stored it yet.
+    pub fn page(&self, from: u64, limit: u64) -> Result<mcp_transport::tools::JournalPage, String> {
         let count = match self.bucket.get(COUNT_KEY).map_err(|e| format!("{e:?}"))? {
             None => 0,
             Some(bytes) => bytes.try_into().map(i64::from_le_bytes).map_err(|_| "bad journal count")?,
         };
+        let total = count.clamp(0, Self::MAX_LINES);
+        let first = i64::try_from(from).unwrap_or(i64::MAX).saturating_add(1);
+        let last = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(first - 1).min(total);
         let mut lines = Vec::new();
-        for n in 1..=count.min(Self::MAX_LINES) {
+        for n in first..=last {
             match self.bucket.get(&line_key(n)).map_err(|e| format!("{e:?}"))? {
                 Some(bytes) => lines.push(String::from_utf8_lossy(&bytes).into_owned()),
                 None => break,
             }
         }
-        Ok(lines)
+        Ok(mcp_transport::tools::JournalPage { lines, total: u64::try_from(total).unwrap_or(0) })
     }
 }
 

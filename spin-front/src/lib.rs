@@ -207,8 +207,8 @@ impl ToolHost for CallHost<'_> {
         Journal::open()?.append(line)
     }
 
-    fn journal(&self) -> Result<Vec<String>, String> {
-        Journal::open()?.lines()
+    fn journal(&self, from: u64, limit: u64) -> Result<tools::JournalPage, String> {
+        Journal::open()?.page(from, limit)
     }
 }
 

@@ -107,9 +107,9 @@ fn host_example_stays_within_its_memory_budget_under_many_sessions() {
     }
     let before = app.gate_memory_bytes().expect("a component's linear memory");
     let mut sent = 0usize;
-    for s in 0..16 {
+    for s in 0..24 {
         let c = Client::initialize(srv.addr);
-        for k in 0..6 {
+        for k in 0..8 {
             let id = format!("{s:03}-{k:03}-{}", "r".repeat(248));
             let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
                 "params": {"name": "journal", "arguments": {}}});

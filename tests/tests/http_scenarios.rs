@@ -22,6 +22,7 @@ on_both_servers!(
     the_polling_tool_closes_its_stream_mid_call_and_the_get_resume_delivers_the_result,
     a_cancelled_call_is_never_resumed_and_never_answered,
     older_clients_get_no_priming_event_but_every_event_still_carries_its_id,
+    the_journal_is_read_in_pages,
 );
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -296,4 +297,27 @@ fn older_clients_get_no_priming_event_but_every_event_still_carries_its_id(start
     let rest = c.get(got[0].id.as_deref()).frames_until_closed(WAIT);
     assert_eq!(rest.iter().filter_map(progress_of).collect::<Vec<_>>(), [2]);
     assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1]);
+}
+
+fn the_journal_is_read_in_pages(start: fn() -> TestServer) {
+    let srv = start();
+    let c = Client::initialize(srv.addr);
+    for (i, line) in ["one", "two", "three"].into_iter().enumerate() {
+        let id = i as i64 + 1;
+        let frames = c.call(id, "append", json!({"text": line}), &[]).frames_until_closed(WAIT);
+        assert!(frames.iter().any(|f| result_id(f) == Some(id)));
+    }
+    let page = |id: i64, args: Value| {
+        let frames = c.call(id, "journal", args, &[]).frames_until_closed(WAIT);
+        frames.iter().map(Frame::json).find(|v| v["id"] == id).expect("an answer")
+    };
+    let first = page(10, json!({"limit": 2}));
+    let content = &first["result"]["structuredContent"];
+    assert_eq!((content["lines"].clone(), content["total"].clone()), (json!(["one", "two"]), json!(3)));
+    assert_eq!(content["next"], json!(2));
+    let rest = page(11, json!({"from": 2}));
+    assert_eq!(rest["result"]["structuredContent"]["lines"], json!(["three"]));
+    assert_eq!(rest["result"]["structuredContent"]["next"], Value::Null);
+    assert_eq!(page(12, json!({"from": 7}))["result"]["structuredContent"]["lines"], json!([]));
+    assert_eq!(page(13, json!({"limit": 101}))["error"]["code"], json!(-32602));
 }
