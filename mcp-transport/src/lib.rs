@@ -9,7 +9,8 @@
 //! # Layout
 //!
 //! - [`server`]: request → reply, in the spec's order of checks (method, headers, session).
-//! - [`gate`]: the `GateApi` trait a host implements over the component.
+//! - [`gate`]: the `GateApi` trait a host implements over the component, and `InProcess`,
+//!   the core gate behind it for tests and the fuzzer.
 //! - [`hosts`]: the names a server answers to (DNS-rebinding protection).
 //! - [`jsonrpc`]: parsing and building JSON-RPC 2.0 messages.
 //! - [`protocol`]: protocol revisions and what each one changes.

@@ -4,10 +4,9 @@
 //!
 //! # Layout
 //!
-//! - [`ops`]: operations, their proptest strategy, and [`ops::Run`], which resolves each
-//!   operation against what a side has minted so far and records what came back.
-//! - [`drivers`]: the `Driver` trait, the native core and the wasmtime component behind it.
-//! - [`held`]: what a store holds, for the bound checks (memory and key-value stores).
+//! - [`ops`], [`held`], [`model`] (re-exported from `resume-gate-model`, which the fuzzer
+//!   shares): operation sequences and their runner, what a store holds, the reference model.
+//! - [`drivers`]: the `Driver` trait, the native core and the wasmtime components behind it.
 //! - [`http`]: the servers under test (host-example, and the Spin app served by edge-host) on
 //!   a loopback port, and a raw HTTP/SSE client that can cut a connection at any byte.
 //! - [`keep_alive`]: MCP sessions on kept-alive HTTP/1.1 connections, as real clients connect,
@@ -15,11 +14,11 @@
 //! - [`python`]: the virtualenv with the official Python SDK, from the committed lock.
 
 pub mod drivers;
-pub mod held;
 pub mod http;
 pub mod keep_alive;
-pub mod ops;
 pub mod python;
+
+pub use resume_gate_model::{held, model, ops};
 
 /// Writes a bench binary's result as `name` into `$BENCH_OUT_DIR` (default `target/bench`),
 /// where `benches/run` hands it to the report.

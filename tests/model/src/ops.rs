@@ -7,7 +7,7 @@ use proptest::prelude::*;
 use resume_gate::event_id::EventId;
 use resume_gate::{Config, Decision, Event, GateError, Opened, Origin, RequestId, StreamNo};
 
-use crate::drivers::Driver;
+use crate::driver::Driver;
 
 pub const SESSIONS: [&str; 3] = ["session-a", "session-b", "session-c"];
 pub const T0: u64 = 1_700_000_000_000;
@@ -100,6 +100,50 @@ pub fn ops(max: usize) -> impl Strategy<Value = Vec<Op>> {
         all.append(&mut ops);
         all
     })
+}
+
+/// Operations decoded from raw bytes, for a fuzzer: every input is some sequence, and a
+/// mutation of the input is a small change of the sequence. It opens two sessions first,
+/// like [`ops`].
+pub fn ops_from_bytes(data: &[u8]) -> Vec<Op> {
+    let mut bytes = data.iter().copied();
+    let mut next = move || bytes.next();
+    let mut all = vec![Op::OpenSession(0), Op::OpenSession(1)];
+    while let Some(tag) = next() {
+        let b = next().unwrap_or(0);
+        let c = next().unwrap_or(0);
+        let session = b % SESSIONS.len() as u8;
+        let origin = if c & 1 == 0 { OriginPick::Get } else { OriginPick::Post(c >> 5) };
+        let op = match tag % 10 {
+            0 => Op::OpenSession(session),
+            1 => Op::EndSession(session),
+            2 => Op::OpenStream(session, origin),
+            3 => Op::Emit(usize::from(b), u16::from(c) * 2),
+            4 => Op::Terminal(usize::from(b)),
+            5 => Op::Detach(usize::from(b), c & 1 == 1),
+            6 => Op::Abort(usize::from(b)),
+            7 => {
+                let cursor = match c % 4 {
+                    0 | 1 => CursorPick::Issued(usize::from(b)),
+                    2 => CursorPick::Mutated(usize::from(b), usize::from(c), next().unwrap_or(0)),
+                    _ => CursorPick::Crafted(usize::from(b), c % 8, next().unwrap_or(0) % 8),
+                };
+                Op::Reconnect(session, cursor, origin)
+            }
+            8 => {
+                let len = usize::from(b % 160);
+                let garbage: Vec<u8> = std::iter::from_fn(&mut next).take(len).collect();
+                Op::Reconnect(session, CursorPick::Garbage(garbage), origin)
+            }
+            _ => Op::Advance(match c % 3 {
+                0 => 1 + u32::from(b),
+                1 => 900 + u32::from(b),
+                _ => 2900 + u32::from(b),
+            }),
+        };
+        all.push(op);
+    }
+    all
 }
 
 /// An operation resolved against one side's history.

@@ -1,0 +1,32 @@
+//! Gate operation sequences decoded from the input, played on the native core and checked
+//! step by step against the property tests' reference model (`resume_gate_model::model`):
+//! every promise of the decision table, every bound. The first byte picks the configuration:
+//! small bounds, signed ids, or a memory budget tighter than the other bounds.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use resume_gate_model::driver::Native;
+use resume_gate_model::model::Model;
+use resume_gate_model::ops::{Run, ops_from_bytes, small_config, tight_budget_config};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&pick, rest)) = data.split_first() else { return };
+    let config = match pick % 3 {
+        0 => small_config(false),
+        1 => small_config(true),
+        _ => tight_budget_config(false),
+    };
+    let tight = pick % 3 == 2;
+    let mut run = Run::new(Native::new(config.clone()), &config);
+    let mut model = Model::new(config.clone(), run.now);
+    for op in ops_from_bytes(rest) {
+        let (call, outcome) = run.step(&op).expect("the native core has no traps");
+        let store = run.driver.gate.store();
+        if tight {
+            let held = store.stats().held;
+            assert!(held <= config.max_total_bytes, "{call:?} left {held} bytes held");
+        } else if let Err(e) = model.check(&call, &outcome, store) {
+            panic!("{call:?} answered {outcome:?}: {e}");
+        }
+    }
+});
