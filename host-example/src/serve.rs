@@ -163,22 +163,31 @@ impl App {
         self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Runs a `tools/call` on its stream, whether or not a connection is attached. The call
-    /// runs here until it first waits (a result that is ready at once goes out with the
-    /// response head); the rest runs in a task that `notifications/cancelled` can abort.
-    fn start_call(self: &Arc<Self>, session: String, stream: u64, pending: PendingCall) {
-        let key = (session.clone(), pending.request_id.clone());
+    /// Runs a stream's `tools/call`s in order (several only for a batch), whether or not a
+    /// connection is attached; the last response is the stream's terminal event. They run
+    /// here until they first wait (a result that is ready at once goes out with the response
+    /// head); the rest runs in a task that `notifications/cancelled` of any of them aborts.
+    fn start_calls(self: &Arc<Self>, session: String, stream: u64, pending: Vec<PendingCall>) {
+        let keys: Vec<_> = pending.iter().map(|p| (session.clone(), p.request_id.clone())).collect();
         let app = Arc::clone(self);
+        let done = keys.clone();
         let mut call = Box::pin(async move {
             let host = CallHost { app: Arc::clone(&app), session: session.clone(), stream };
-            let response = match tools::call(&pending.call, &host).await {
-                Ok(result) => jsonrpc::result(&pending.request_id, result),
-                Err((code, message)) => jsonrpc::error(Some(&pending.request_id), code, &message),
-            };
-            if let Err(e) = app.send(&session, stream, &response, true) {
-                tracing::info!(session, stream, error = %e, "result not recorded");
+            let last = pending.len().saturating_sub(1);
+            for (i, pending) in pending.iter().enumerate() {
+                let response = match tools::call(&pending.call, &host).await {
+                    Ok(result) => jsonrpc::result(&pending.request_id, result),
+                    Err((code, message)) => jsonrpc::error(Some(&pending.request_id), code, &message),
+                };
+                if let Err(e) = app.send(&session, stream, &response, i == last) {
+                    tracing::info!(session, stream, error = %e, "result not recorded");
+                    break;
+                }
             }
-            app.lock_calls().remove(&(session, pending.request_id));
+            let mut calls = app.lock_calls();
+            for key in &done {
+                calls.remove(key);
+            }
         });
         if call.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_ready() {
             return;
@@ -186,7 +195,9 @@ impl App {
         // Under the lock, so that the task cannot finish and deregister before it is registered.
         let mut calls = self.lock_calls();
         let task = tokio::spawn(call);
-        calls.insert(key, (stream, task.abort_handle()));
+        for key in keys {
+            calls.insert(key, (stream, task.abort_handle()));
+        }
     }
 }
 
@@ -350,16 +361,16 @@ async fn handle(
     };
     match reply {
         Reply::Plain(p) => plain_response(&p),
-        Reply::Accepted { session, cancel } => {
-            if let Some(request) = cancel {
-                app.cancel(&session, &request);
+        Reply::Accepted { session, cancels } => {
+            for request in &cancels {
+                app.cancel(&session, request);
             }
             StatusCode::ACCEPTED.into_response()
         }
         Reply::Stream(stream) => {
             log_decision(&stream);
-            if let Some(call) = stream.call.clone() {
-                app.start_call(stream.session.clone(), stream.stream, call);
+            if !stream.calls.is_empty() {
+                app.start_calls(stream.session.clone(), stream.stream, stream.calls.clone());
             }
             let mut resp = Response::new(body.unwrap_or_else(Body::empty));
             put_headers(&mut resp, sse_headers(&stream.session));

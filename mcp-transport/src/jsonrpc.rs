@@ -36,7 +36,7 @@ pub enum Message {
 pub enum ParseError {
     /// Not JSON at all.
     NotJson,
-    /// A JSON array: batches were removed in 2025-06-18 and are not supported here.
+    /// A JSON array from a client of a revision without batches (removed in 2025-06-18).
     Batch,
     /// JSON, but not a JSON-RPC 2.0 message; says why.
     Invalid(&'static str),
@@ -64,7 +64,7 @@ impl ParseError {
     pub fn message(&self) -> &'static str {
         match self {
             ParseError::NotJson => "Parse error: the body is not JSON",
-            ParseError::Batch => "Invalid Request: JSON-RPC batches are not supported",
+            ParseError::Batch => "Invalid Request: JSON-RPC batches are not part of this protocol revision",
             ParseError::Invalid(why) => why,
             ParseError::MethodTooLong { .. } => "Method not found: method names are at most 128 bytes",
         }
@@ -72,10 +72,26 @@ impl ParseError {
 }
 
 pub fn parse(body: &[u8]) -> Result<Message, ParseError> {
-    let value: Value = serde_json::from_slice(body).map_err(|_| ParseError::NotJson)?;
+    match serde_json::from_slice(body).map_err(|_| ParseError::NotJson)? {
+        Value::Array(_) => Err(ParseError::Batch),
+        value => parse_value(value),
+    }
+}
+
+/// A body that is a JSON array: each element parsed on its own (2025-03-26 batches).
+/// `None` when the body is not an array; an empty array is an invalid request.
+pub fn parse_batch(body: &[u8]) -> Option<Result<Vec<Result<Message, ParseError>>, ParseError>> {
+    let Ok(Value::Array(items)) = serde_json::from_slice(body) else { return None };
+    if items.is_empty() {
+        return Some(Err(ParseError::Invalid("Invalid Request: an empty batch")));
+    }
+    Some(Ok(items.into_iter().map(parse_value).collect()))
+}
+
+fn parse_value(value: Value) -> Result<Message, ParseError> {
     let obj = match value {
         Value::Object(obj) => obj,
-        Value::Array(_) => return Err(ParseError::Batch),
+        Value::Array(_) => return Err(ParseError::Invalid("Invalid Request: a batch inside a batch")),
         _ => return Err(ParseError::Invalid("Invalid Request: not a JSON-RPC object")),
     };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {

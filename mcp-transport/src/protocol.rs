@@ -23,3 +23,7 @@ pub fn sends_priming(version: &str) -> bool {
 
 /// The stateless revision: no sessions, no resumption, no GET stream.
 pub const STATELESS: &str = "2026-07-28";
+
+/// The one revision with JSON-RPC batches (removed in 2025-06-18); also what a request
+/// without `MCP-Protocol-Version` speaks.
+pub const BATCHES: &str = "2025-03-26";

@@ -126,7 +126,9 @@ pub struct Stream {
     /// host that follows the stream with `GateApi::poll` polls after it.
     pub follow_after: u64,
     pub close: bool,
-    pub call: Option<PendingCall>,
+    /// Tool calls to run on the stream, in order (more than one only for a batch); the last
+    /// one's response is the stream's terminal event.
+    pub calls: Vec<PendingCall>,
     pub decision: Option<DecisionLog>,
 }
 
@@ -134,10 +136,10 @@ pub struct Stream {
 pub enum Reply {
     Plain(Plain),
     Stream(Stream),
-    /// `202 Accepted`; with `cancel`, the client cancelled that request of the session.
+    /// `202 Accepted`; the client cancelled the requests in `cancels` (of this session).
     Accepted {
         session: String,
-        cancel: Option<RequestId>,
+        cancels: Vec<RequestId>,
     },
 }
 
@@ -207,6 +209,24 @@ fn gate_error_plain(e: &GateError, id: Option<&RequestId>) -> Plain {
         | GateError::Store(_) => unavailable(id, &e.to_string()),
         _ => rpc_error(500, id, INTERNAL_ERROR, &format!("Internal error: {e}")),
     }
+}
+
+/// The response to a request the transport answers itself (all but a valid `tools/call`).
+fn answer(id: &RequestId, method: &str, params: &Value) -> String {
+    match method {
+        "tools/call" => match ToolCall::from_params(params) {
+            Ok(_) => jsonrpc::error(Some(id), INTERNAL_ERROR, "a tool call is run by the host"),
+            Err(why) => jsonrpc::error(Some(id), INVALID_PARAMS, &why),
+        },
+        "tools/list" => jsonrpc::result(id, tools::list()),
+        "ping" | "logging/setLevel" => jsonrpc::result(id, json!({})),
+        other => jsonrpc::error(Some(id), METHOD_NOT_FOUND, &format!("Method not found: {other}")),
+    }
+}
+
+/// The request a `notifications/cancelled` names, if this is one.
+fn cancelled(method: &str, params: &Value) -> Option<RequestId> {
+    (method == "notifications/cancelled").then(|| params.get("requestId").and_then(jsonrpc::id_from_value))?
 }
 
 pub struct Server {
@@ -310,6 +330,14 @@ impl Server {
                 "Unsupported Media Type: Content-Type must be application/json",
             );
         }
+        if version == protocol::BATCHES
+            && let Some(batch) = jsonrpc::parse_batch(&req.body)
+        {
+            return match batch {
+                Ok(items) => self.batch(gate, req, version, items),
+                Err(e) => rpc_error(400, None, e.code(), e.message()),
+            };
+        }
         let message = match jsonrpc::parse(&req.body) {
             Ok(m) => m,
             Err(e) => return rpc_error(400, e.id(), e.code(), e.message()),
@@ -326,12 +354,10 @@ impl Server {
         let (id, method, params) = match message {
             Message::Request { id, method, params } => (id, method, params),
             Message::Notification { method, params } => {
-                let cancel = (method == "notifications/cancelled")
-                    .then(|| params.get("requestId").and_then(jsonrpc::id_from_value))
-                    .flatten();
-                return Reply::Accepted { session, cancel };
+                let cancels = cancelled(&method, &params).into_iter().collect();
+                return Reply::Accepted { session, cancels };
             }
-            Message::Response => return Reply::Accepted { session, cancel: None },
+            Message::Response => return Reply::Accepted { session, cancels: Vec::new() },
         };
         if !Self::accepts(req, "text/event-stream") {
             return rpc_error(
@@ -366,18 +392,13 @@ impl Server {
         };
         let mut stream = self.new_stream(&session, &opened, version, decision);
 
-        let response = match method.as_str() {
-            "tools/call" => match ToolCall::from_params(&params) {
-                Ok(call) => {
-                    stream.call = Some(PendingCall { request_id: id, call });
-                    return Reply::Stream(stream);
-                }
-                Err(why) => jsonrpc::error(Some(&id), INVALID_PARAMS, &why),
-            },
-            "tools/list" => jsonrpc::result(&id, tools::list()),
-            "ping" | "logging/setLevel" => jsonrpc::result(&id, json!({})),
-            other => jsonrpc::error(Some(&id), METHOD_NOT_FOUND, &format!("Method not found: {other}")),
-        };
+        if method == "tools/call"
+            && let Ok(call) = ToolCall::from_params(&params)
+        {
+            stream.calls.push(PendingCall { request_id: id, call });
+            return Reply::Stream(stream);
+        }
+        let response = answer(&id, &method, &params);
         match gate.terminal(&session, opened.stream, &response) {
             Ok(event) => {
                 stream.frames.push(sse::frame(&event));
@@ -387,6 +408,83 @@ impl Server {
             }
             Err(e) => gate_error_reply(&e, Some(&id)),
         }
+    }
+
+    /// A 2025-03-26 batch: notifications and responses alone are `202`; with requests, one
+    /// stream answers each of them in order (tool calls run by the host, last), the last
+    /// response being the stream's terminal event. The stream is opened for the first
+    /// request's id, which is the one the gate claims. `initialize` must come alone.
+    fn batch(
+        &self,
+        gate: &mut (impl GateApi + ?Sized),
+        req: &HttpRequest,
+        version: &str,
+        items: Vec<Result<Message, jsonrpc::ParseError>>,
+    ) -> Reply {
+        let initialize = |m: &Result<Message, _>| matches!(m, Ok(Message::Request { method, .. }) if method == "initialize");
+        if items.iter().any(initialize) {
+            return rpc_error(400, None, INVALID_REQUEST, "Invalid Request: initialize cannot be batched");
+        }
+        let session = match self.session(gate, req) {
+            Ok(s) => s,
+            Err(refused) => return Reply::Plain(refused),
+        };
+        let mut cancels = Vec::new();
+        let mut answers = Vec::new();
+        let mut calls = Vec::new();
+        let mut first = None;
+        for item in items {
+            match item {
+                Ok(Message::Request { id, method, params }) => {
+                    first.get_or_insert_with(|| id.clone());
+                    match (method.as_str(), ToolCall::from_params(&params)) {
+                        ("tools/call", Ok(call)) => calls.push(PendingCall { request_id: id, call }),
+                        _ => answers.push(answer(&id, &method, &params)),
+                    }
+                }
+                Ok(Message::Notification { method, params }) => cancels.extend(cancelled(&method, &params)),
+                Ok(Message::Response) => {}
+                Err(e) => answers.push(jsonrpc::error(e.id(), e.code(), e.message())),
+            }
+        }
+        let Some(first) = first else {
+            return Reply::Accepted { session, cancels };
+        };
+        if !Self::accepts(req, "text/event-stream") {
+            return rpc_error(
+                406,
+                None,
+                INVALID_REQUEST,
+                "Not Acceptable: Accept must include text/event-stream",
+            );
+        }
+        let opened = match gate.open_stream(&session, &Origin::Request(first.clone())) {
+            Ok(opened) => opened,
+            Err(e) => return gate_error_reply(&e, Some(&first)),
+        };
+        let mut stream = self.new_stream(&session, &opened, version, None);
+        let last = if calls.is_empty() { answers.pop() } else { None };
+        for data in &answers {
+            match gate.emit(&session, opened.stream, data) {
+                Ok(event) => {
+                    stream.frames.push(sse::frame(&event));
+                    stream.follow_after = event.seq;
+                }
+                Err(e) => return gate_error_reply(&e, Some(&first)),
+            }
+        }
+        match last {
+            Some(data) => match gate.terminal(&session, opened.stream, &data) {
+                Ok(event) => {
+                    stream.frames.push(sse::frame(&event));
+                    stream.follow_after = event.seq;
+                    stream.close = true;
+                }
+                Err(e) => return gate_error_reply(&e, Some(&first)),
+            },
+            None => stream.calls = calls,
+        }
+        Reply::Stream(stream)
     }
 
     fn new_stream(
@@ -407,7 +505,7 @@ impl Server {
             frames,
             follow_after: opened.priming.seq,
             close: false,
-            call: None,
+            calls: Vec::new(),
             decision,
         }
     }
@@ -480,7 +578,7 @@ impl Server {
                     frames,
                     follow_after,
                     close: r.includes_terminal,
-                    call: None,
+                    calls: Vec::new(),
                     decision: Some(decision),
                 })
             }

@@ -291,7 +291,7 @@ mod streams {
             "params": {"name": "countdown", "arguments": {"n": 1}}});
         let st = stream(h.handle(&post(Some(&s), &body)));
         assert!(!st.close);
-        assert_eq!(st.call.expect("a pending call").request_id, RequestId::Number(3));
+        assert_eq!(st.calls[0].request_id, RequestId::Number(3));
     }
 }
 
@@ -355,10 +355,11 @@ mod reconnects {
         let (_, cursor) = dropped_call(&mut h, &s, 4);
         let cancel =
             json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 4}});
-        let Reply::Accepted { cancel: Some(id), .. } = h.handle(&post(Some(&s), &cancel)) else {
+        let Reply::Accepted { cancels, .. } = h.handle(&post(Some(&s), &cancel)) else {
             panic!("a cancellation is accepted and names its request")
         };
-        assert!(h.gate.abort_request(&s, &id).unwrap());
+        assert_eq!(cancels, [RequestId::Number(4)]);
+        assert!(h.gate.abort_request(&s, &cancels[0]).unwrap());
         let st = h.get(&s, &cursor);
         let d = st.decision.clone().unwrap();
         assert!(!d.resumed);
@@ -393,5 +394,86 @@ mod reconnects {
                 "{cursor:.20}"
             );
         }
+    }
+}
+
+mod batches {
+    use super::*;
+
+    fn batch(h: &mut Harness, session: &str, version: Option<&str>, body: Value) -> Reply {
+        let mut req = post(Some(session), &body);
+        req.headers.retain(|(n, _)| n != "mcp-protocol-version");
+        if let Some(v) = version {
+            req.headers.push(("mcp-protocol-version".into(), v.as_bytes().to_vec()));
+        }
+        h.handle(&req)
+    }
+
+    #[test]
+    fn a_2025_03_26_batch_of_requests_is_answered_on_one_stream_in_order() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let body = json!([
+            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            {"jsonrpc": "2.0", "id": 3, "method": "no/such"},
+            17,
+        ]);
+        let st = stream(batch(&mut h, &s, None, body));
+        let ids: Vec<Value> = messages(&st).iter().map(|m| m["id"].clone()).collect();
+        assert_eq!(
+            ids,
+            [json!(1), json!(2), json!(3), Value::Null],
+            "one response per request, then the error"
+        );
+        assert!(st.close, "the last response is the terminal event");
+        let again = json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]);
+        assert_eq!(plain(batch(&mut h, &s, Some("2025-03-26"), again)).status, 400, "id 1 was claimed");
+    }
+
+    #[test]
+    fn tool_calls_in_a_batch_are_handed_to_the_host_in_order() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let body = json!([
+            {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "countdown", "arguments": {"n": 1}}},
+            {"jsonrpc": "2.0", "id": 6, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "test_simple_text"}},
+        ]);
+        let st = stream(batch(&mut h, &s, Some("2025-03-26"), body));
+        let ids: Vec<RequestId> = st.calls.iter().map(|c| c.request_id.clone()).collect();
+        assert_eq!(ids, [RequestId::Number(5), RequestId::Number(7)]);
+        assert_eq!(messages(&st)[0]["id"], json!(6), "what the transport answers goes first");
+        assert!(!st.close);
+    }
+
+    #[test]
+    fn notifications_alone_are_accepted_and_cancel_what_they_name() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let body = json!([
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}},
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": "b"}},
+            {"jsonrpc": "2.0", "id": 9, "result": {}},
+        ]);
+        let Reply::Accepted { cancels, .. } = batch(&mut h, &s, None, body) else { panic!("202") };
+        assert_eq!(cancels, [RequestId::Number(1), RequestId::Text("b".into())]);
+    }
+
+    #[test]
+    fn later_revisions_empty_batches_and_a_batched_initialize_are_400() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let ping = json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]);
+        for version in ["2025-06-18", "2025-11-25"] {
+            let p = plain(batch(&mut h, &s, Some(version), ping.clone()));
+            assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST), "{version}");
+        }
+        let p = plain(batch(&mut h, &s, None, json!([])));
+        assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST));
+        let init = json!([{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}]);
+        assert_eq!(plain(batch(&mut h, &s, None, init)).status, 400);
+        assert_eq!(plain(batch(&mut h, "nobody", None, ping)).status, 404);
     }
 }

@@ -62,11 +62,11 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
     });
     match server.handle(&mut gate, &req, mint_session_id) {
         Reply::Plain(plain) => connection::reply_plain(out, plain),
-        Reply::Accepted { session, cancel } => {
-            if let Some(request) = cancel {
+        Reply::Accepted { session, cancels } => {
+            for request in &cancels {
                 // The call may be running on another instance: it sees the abort on its
                 // next event and stops.
-                let _ = gate.abort_request(&session, &request);
+                let _ = gate.abort_request(&session, request);
             }
             connection::reply_accepted(out, &session)
         }
@@ -77,13 +77,13 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
     }
 }
 
-/// Writes a stream reply, then runs its tool call or follows the stream, as it asks.
+/// Writes a stream reply, then runs its tool calls or follows the stream, as it asks.
 fn stream_reply(mut gate: ImportedGate, mut conn: Connection, stream: Stream) {
     for frame in &stream.frames {
         conn.write(frame);
     }
-    if let Some(call) = stream.call.clone() {
-        run_call(gate, conn, &stream, call);
+    if !stream.calls.is_empty() {
+        run_calls(gate, conn, &stream);
     } else if !stream.close {
         follow(&mut gate, &mut conn, &stream);
         let _ = gate.detach(&stream.session, stream.stream, stream.attachment);
@@ -114,16 +114,19 @@ fn follow(gate: &mut ImportedGate, conn: &mut Connection, stream: &Stream) {
     conn.write(&sse::retry_only(RETRY_MS));
 }
 
-/// Runs a `tools/call` to the end, recording every event through the gate even after the
-/// client's connection is gone (a resuming GET replays them from the store).
-fn run_call(gate: ImportedGate, conn: Connection, stream: &Stream, pending: PendingCall) {
+/// Runs the stream's `tools/call`s in order (several only for a batch) to the end, recording
+/// every event through the gate even after the client's connection is gone (a resuming GET
+/// replays them from the store); the last response is the stream's terminal event.
+fn run_calls(gate: ImportedGate, conn: Connection, stream: &Stream) {
     let host = CallHost { gate: RefCell::new(gate), conn: RefCell::new(conn), stream };
-    let outcome = run_to_completion(tools::call(&pending.call, &host));
-    let response = match outcome {
-        Some(Ok(result)) => jsonrpc::result(&pending.request_id, result),
-        Some(Err((code, message))) => jsonrpc::error(Some(&pending.request_id), code, &message),
-        None => jsonrpc::error(Some(&pending.request_id), jsonrpc::INTERNAL_ERROR, "the tool did not finish"),
-    };
+    let Some((last, earlier)) = stream.calls.split_last() else { return };
+    for pending in earlier {
+        let response = respond(pending, run_to_completion(tools::call(&pending.call, &host)));
+        if !host.notify(response) {
+            break;
+        }
+    }
+    let response = respond(last, run_to_completion(tools::call(&last.call, &host)));
     // Asked before the terminal is recorded: `poll` reports a finished stream as done too.
     let taken_over = host.conn.borrow().is_open() && host.taken_over();
     let mut gate = host.gate.into_inner();
@@ -135,6 +138,15 @@ fn run_call(gate: ImportedGate, conn: Connection, stream: &Stream, pending: Pend
     }
     conn.finish();
     let _ = gate.detach(&stream.session, stream.stream, stream.attachment);
+}
+
+fn respond(pending: &PendingCall, outcome: Option<Result<serde_json::Value, (i64, String)>>) -> String {
+    let id = &pending.request_id;
+    match outcome {
+        Some(Ok(result)) => jsonrpc::result(id, result),
+        Some(Err((code, message))) => jsonrpc::error(Some(id), code, &message),
+        None => jsonrpc::error(Some(id), jsonrpc::INTERNAL_ERROR, "the tool did not finish"),
+    }
 }
 
 /// The tools' futures never wait on anything but `sleep`, which blocks here: one poll ends them.

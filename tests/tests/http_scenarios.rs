@@ -23,6 +23,7 @@ on_both_servers!(
     a_cancelled_call_is_never_resumed_and_never_answered,
     older_clients_get_no_priming_event_but_every_event_still_carries_its_id,
     the_journal_is_read_in_pages,
+    a_2025_03_26_batch_is_answered_request_by_request_and_resumes,
 );
 
 const WAIT: Duration = Duration::from_secs(5);
@@ -320,4 +321,32 @@ fn the_journal_is_read_in_pages(start: fn() -> TestServer) {
     assert_eq!(rest["result"]["structuredContent"]["next"], Value::Null);
     assert_eq!(page(12, json!({"from": 7}))["result"]["structuredContent"]["lines"], json!([]));
     assert_eq!(page(13, json!({"limit": 101}))["error"]["code"], json!(-32602));
+}
+
+fn a_2025_03_26_batch_is_answered_request_by_request_and_resumes(start: fn() -> TestServer) {
+    let srv = start();
+    let mut c = Client::initialize(srv.addr);
+    c.version = "2025-03-26";
+    let body = json!([
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "countdown",
+            "arguments": {"n": 4, "interval_ms": 150}, "_meta": {"progressToken": "b"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "test_simple_text"}},
+    ]);
+    let mut post = c.post(&body, &[]);
+    assert_eq!(post.status, 200);
+    let seen = frames(&mut post, 2);
+    assert_eq!(result_id(&seen[0]), Some(2), "the transport's own answer first: {seen:?}");
+    assert_eq!(progress_of(&seen[1]), Some(1));
+    drop(post);
+
+    let mut get = c.get(seen[1].id.as_deref());
+    assert_eq!(get.status, 200);
+    let rest = get.frames_until_closed(WAIT);
+    assert_eq!(rest.iter().filter_map(progress_of).collect::<Vec<_>>(), [2, 3, 4]);
+    assert_eq!(
+        rest.iter().filter_map(result_id).collect::<Vec<_>>(),
+        [1, 3],
+        "every response once, in order"
+    );
 }
