@@ -34,7 +34,6 @@ use axum::serve::ListenerExt;
 use bytes::BytesMut;
 use mcp_transport::gate::GateApi;
 use mcp_transport::hosts::AllowedHosts;
-use mcp_transport::jsonrpc;
 use mcp_transport::server::{
     HttpRequest, MAX_BODY_BYTES, PendingCall, Plain, Reply, Server, ServerConfig, Stream, sse_headers,
 };
@@ -175,10 +174,7 @@ impl App {
             let host = CallHost { app: Arc::clone(&app), session: session.clone(), stream };
             let last = pending.len().saturating_sub(1);
             for (i, pending) in pending.iter().enumerate() {
-                let response = match tools::call(&pending.call, &host).await {
-                    Ok(result) => jsonrpc::result(&pending.request_id, result),
-                    Err((code, message)) => jsonrpc::error(Some(&pending.request_id), code, &message),
-                };
+                let response = tools::response(&pending.request_id, tools::call(&pending.call, &host).await);
                 if let Err(e) = app.send(&session, stream, &response, i == last) {
                     tracing::info!(session, stream, error = %e, "result not recorded");
                     break;

@@ -9,6 +9,8 @@ use std::future::Future;
 
 use serde_json::{Value, json};
 
+use resume_gate::RequestId;
+
 use crate::jsonrpc::{self, INVALID_PARAMS};
 
 /// Bounds on `countdown`, so a client cannot park a task forever.
@@ -176,6 +178,14 @@ fn progress(token: &Value, progress: u64, total: u64) -> String {
         "notifications/progress",
         json!({"progressToken": token, "progress": progress, "total": total}),
     )
+}
+
+/// The JSON-RPC response for a finished call: its result, or its error.
+pub fn response(id: &RequestId, outcome: Result<Value, (i64, String)>) -> String {
+    match outcome {
+        Ok(result) => jsonrpc::result(id, result),
+        Err((code, message)) => jsonrpc::error(Some(id), code, &message),
+    }
 }
 
 /// Runs a tool: `Ok` is the `tools/call` result (tool errors included, as `isError`), `Err`

@@ -141,12 +141,8 @@ fn run_calls(gate: ImportedGate, conn: Connection, stream: &Stream) {
 }
 
 fn respond(pending: &PendingCall, outcome: Option<Result<serde_json::Value, (i64, String)>>) -> String {
-    let id = &pending.request_id;
-    match outcome {
-        Some(Ok(result)) => jsonrpc::result(id, result),
-        Some(Err((code, message))) => jsonrpc::error(Some(id), code, &message),
-        None => jsonrpc::error(Some(id), jsonrpc::INTERNAL_ERROR, "the tool did not finish"),
-    }
+    let unfinished = (jsonrpc::INTERNAL_ERROR, "the tool did not finish".to_owned());
+    tools::response(&pending.request_id, outcome.unwrap_or(Err(unfinished)))
 }
 
 /// The tools' futures never wait on anything but `sleep`, which blocks here: one poll ends them.

@@ -226,7 +226,8 @@ fn bad_input_gets_the_right_status_and_leaves_other_sessions_untouched(start: fn
         request(srv.addr, "POST", &h, body)
     };
     expect(raw(b"{not json", &[]), 400, Some(-32700));
-    expect(raw(b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]", &[]), 400, Some(-32600));
+    let batch = b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}]";
+    expect(raw(batch, &[("MCP-Protocol-Version", "2025-11-25")]), 400, Some(-32600));
     expect(raw(&vec![b' '; 5 << 20], &[]), 413, None);
     expect(raw(b"{}", &[("MCP-Protocol-Version", "1999-01-01")]), 400, Some(-32600));
     let stateless_get =
