@@ -312,6 +312,12 @@ impl Server {
         req.header_str("accept").is_none_or(|a| a.contains(media) || a.contains("*/*"))
     }
 
+    /// `406` unless the client accepts an SSE reply.
+    fn require_sse(req: &HttpRequest, id: Option<&RequestId>) -> Option<Reply> {
+        let message = "Not Acceptable: Accept must include text/event-stream";
+        (!Self::accepts(req, "text/event-stream")).then(|| rpc_error(406, id, INVALID_REQUEST, message))
+    }
+
     fn post(
         &self,
         gate: &mut (impl GateApi + ?Sized),
@@ -359,13 +365,8 @@ impl Server {
             }
             Message::Response => return Reply::Accepted { session, cancels: Vec::new() },
         };
-        if !Self::accepts(req, "text/event-stream") {
-            return rpc_error(
-                406,
-                Some(&id),
-                INVALID_REQUEST,
-                "Not Acceptable: Accept must include text/event-stream",
-            );
+        if let Some(refused) = Self::require_sse(req, Some(&id)) {
+            return refused;
         }
 
         let origin = Origin::Request(id.clone());
@@ -450,13 +451,8 @@ impl Server {
         let Some(first) = first else {
             return Reply::Accepted { session, cancels };
         };
-        if !Self::accepts(req, "text/event-stream") {
-            return rpc_error(
-                406,
-                None,
-                INVALID_REQUEST,
-                "Not Acceptable: Accept must include text/event-stream",
-            );
+        if let Some(refused) = Self::require_sse(req, None) {
+            return refused;
         }
         let opened = match gate.open_stream(&session, &Origin::Request(first.clone())) {
             Ok(opened) => opened,
@@ -547,13 +543,8 @@ impl Server {
     }
 
     fn get(&self, gate: &mut (impl GateApi + ?Sized), req: &HttpRequest, version: &str) -> Reply {
-        if !Self::accepts(req, "text/event-stream") {
-            return rpc_error(
-                406,
-                None,
-                INVALID_REQUEST,
-                "Not Acceptable: Accept must include text/event-stream",
-            );
+        if let Some(refused) = Self::require_sse(req, None) {
+            return refused;
         }
         let session = match self.session(gate, req) {
             Ok(s) => s,
