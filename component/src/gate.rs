@@ -10,9 +10,7 @@ use crate::decision::{Reconnect, StaleReason, Verdict, decide};
 use crate::error::GateError;
 use crate::event_id::{EventId, SigningKey};
 use crate::session::{SessionMeta, next_epoch, validate_session_id};
-use crate::store::{
-    EVENT_OVERHEAD, MemoryStore, Store, event_cost, holds_no_work, session_cost, stream_cost,
-};
+use crate::store::{EVENT_OVERHEAD, MemoryStore, Store, event_cost, session_cost, stream_cost};
 use crate::stream::{Buffered, EventKey, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState};
 
 /// An event for the host to write as one SSE frame (`id:`, optional `retry:`, `data:`).
@@ -315,17 +313,13 @@ impl<S: Store> Gate<S> {
         Err(contention())
     }
 
-    /// Removes the session idle longest that holds no work (checked again on its records:
-    /// the store's index only nominates it). `None` when every session holds work.
+    /// Removes the session idle longest that holds no work, as the store nominates it (its
+    /// index, or its queue, decides; see `Store::idlest_session`). `None` when every session
+    /// holds work.
     fn reclaim_idlest_session(&mut self, now: Millis, except: &str) -> Result<Option<String>, GateError> {
         let retention = self.config.retention_ms;
         let Some(id) = self.store.idlest_session(now, retention, except)? else { return Ok(None) };
         let Some((victim, _)) = self.store.session(&id)? else { return Ok(None) };
-        let streams = self.streams_of(&victim)?;
-        let touched = streams.iter().map(|st| st.last_active).fold(victim.last_active, Millis::max);
-        if !holds_no_work(&streams, touched, now, retention) {
-            return Ok(None);
-        }
         self.store.remove_session(&victim)?;
         self.counters.reclaimed_sessions += 1;
         Ok(Some(id))

@@ -32,10 +32,10 @@ pub trait Store {
     /// Removes the session, its counters and every stream it lists, with their events.
     fn remove_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError>;
     fn session_count(&mut self) -> Result<u64, StoreError>;
-    /// The session idle longest among those that hold no work at `now` (see
-    /// [`holds_no_work`]), ties broken by id: the one admission and the memory budget may
-    /// reclaim. Called only when a bound is reached.
-    /// `except` is never nominated (the session an operation works in).
+    /// A session that holds no work at `now` (see [`holds_no_work`]), the one idle longest
+    /// (ties broken by id; a store without an ordered index may approximate the order, never
+    /// the check): admission and the memory budget remove it as nominated. Called only when a
+    /// bound is reached. `except` is never nominated (the session an operation works in).
     fn idlest_session(
         &mut self,
         now: Millis,
@@ -276,17 +276,29 @@ impl MemoryStore {
         Ok(r)
     }
 
+    /// The index a session in `slot` belongs in, and its key there.
+    fn index_of<'a>(
+        idle: &'a mut BTreeSet<(Millis, String)>,
+        pending: &'a mut BTreeSet<(Millis, String)>,
+        id: &str,
+        slot: Slot,
+    ) -> Option<(&'a mut BTreeSet<(Millis, String)>, (Millis, String))> {
+        match slot {
+            Slot::Idle(t) => Some((idle, (t, id.to_owned()))),
+            Slot::Pending(t) => Some((pending, (t, id.to_owned()))),
+            Slot::Busy => None,
+        }
+    }
+
     fn index(
         idle: &mut BTreeSet<(Millis, String)>,
         pending: &mut BTreeSet<(Millis, String)>,
         id: &str,
         slot: Slot,
     ) {
-        match slot {
-            Slot::Idle(t) => idle.insert((t, id.to_owned())),
-            Slot::Pending(t) => pending.insert((t, id.to_owned())),
-            Slot::Busy => false,
-        };
+        if let Some((set, key)) = Self::index_of(idle, pending, id, slot) {
+            set.insert(key);
+        }
     }
 
     fn unindex(
@@ -295,11 +307,9 @@ impl MemoryStore {
         id: &str,
         slot: Slot,
     ) {
-        match slot {
-            Slot::Idle(t) => idle.remove(&(t, id.to_owned())),
-            Slot::Pending(t) => pending.remove(&(t, id.to_owned())),
-            Slot::Busy => false,
-        };
+        if let Some((set, key)) = Self::index_of(idle, pending, id, slot) {
+            set.remove(&key);
+        }
     }
 }
 
