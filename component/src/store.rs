@@ -166,6 +166,9 @@ struct StreamEntry {
     data: HashMap<EventKey, String>,
 }
 
+/// An ordered index of sessions by latest activity.
+type ByActivity = BTreeSet<(Millis, String)>;
+
 /// Where a session sits in the indexes.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Slot {
@@ -278,11 +281,11 @@ impl MemoryStore {
 
     /// The index a session in `slot` belongs in, and its key there.
     fn index_of<'a>(
-        idle: &'a mut BTreeSet<(Millis, String)>,
-        pending: &'a mut BTreeSet<(Millis, String)>,
+        idle: &'a mut ByActivity,
+        pending: &'a mut ByActivity,
         id: &str,
         slot: Slot,
-    ) -> Option<(&'a mut BTreeSet<(Millis, String)>, (Millis, String))> {
+    ) -> Option<(&'a mut ByActivity, (Millis, String))> {
         match slot {
             Slot::Idle(t) => Some((idle, (t, id.to_owned()))),
             Slot::Pending(t) => Some((pending, (t, id.to_owned()))),
