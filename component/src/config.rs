@@ -19,6 +19,9 @@ pub struct Config {
     pub max_bytes_per_stream: u64,
     /// Stream records per session, including the tombstones of finished streams.
     pub max_streams_per_session: u32,
+    /// Bytes one session may hold (its records, claims and buffered events), where the store
+    /// counts them: no client takes more than this share of `max_total_bytes`.
+    pub max_bytes_per_session: u64,
     /// Sessions the gate tracks at once; when full, the session idle longest that holds no
     /// work is reclaimed (see `Store::idlest_session`).
     pub max_sessions: u32,
@@ -40,6 +43,7 @@ impl Default for Config {
             max_events_per_stream: 1024,
             max_bytes_per_stream: 1 << 20,
             max_streams_per_session: 64,
+            max_bytes_per_session: 16 << 20,
             max_sessions: 4096,
             max_total_bytes: 256 << 20,
             retention_ms: 5 * 60 * 1000,
@@ -65,6 +69,9 @@ impl Config {
         }
         if self.max_streams_per_session == 0 {
             return invalid("max-streams-per-session must be at least 1");
+        }
+        if self.max_bytes_per_session == 0 {
+            return invalid("max-bytes-per-session must be at least 1");
         }
         if self.max_sessions == 0 {
             return invalid("max-sessions must be at least 1");

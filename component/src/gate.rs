@@ -88,6 +88,15 @@ struct Room {
     reclaimed: Option<String>,
 }
 
+/// The two byte bounds `make_room` keeps.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Budget {
+    /// `max-bytes-per-session`, for the session an operation works in.
+    Session,
+    /// `max-total-bytes`.
+    Total,
+}
+
 /// A lost compare-and-swap race is retried from a fresh load this many times.
 const MAX_ATTEMPTS: usize = 64;
 
@@ -286,7 +295,7 @@ impl<S: Store> Gate<S> {
                     reclaimed = Some(id.ok_or(GateError::TooManySessions)?);
                 }
                 let meta = SessionMeta::new(session, next_epoch(entropy, None), now);
-                let room = self.make_room(session_cost(session), now, session)?;
+                let room = self.make_room(Budget::Total, session_cost(session), now, session)?;
                 if room.shortfall > 0 {
                     return Err(GateError::OverBudget);
                 }
@@ -325,26 +334,50 @@ impl<S: Store> Gate<S> {
         Ok(Some(id))
     }
 
-    /// Frees bytes until `need` more fit in `max-total-bytes`: answered streams' buffers first,
-    /// then the session idle longest that holds no work (never `except`).
-    fn make_room(&mut self, need: u64, now: Millis, except: &str) -> Result<Room, GateError> {
+    /// Frees bytes until `need` more fit in both the session's `max-bytes-per-session` and
+    /// `max-total-bytes`; see [`Gate::make_room`].
+    fn room_for(&mut self, need: u64, now: Millis, session: &str) -> Result<Room, GateError> {
+        let own = self.make_room(Budget::Session, need, now, session)?;
+        let all = self.make_room(Budget::Total, need, now, session)?;
+        Ok(Room { shortfall: own.shortfall.max(all.shortfall), reclaimed: all.reclaimed })
+    }
+
+    /// Frees bytes until `need` more fit in `budget`: answered streams' buffers first (within
+    /// the session for its own budget), then, for the total, the session idle longest that
+    /// holds no work (never `session`).
+    fn make_room(
+        &mut self,
+        budget: Budget,
+        need: u64,
+        now: Millis,
+        session: &str,
+    ) -> Result<Room, GateError> {
+        let (scope, limit) = match budget {
+            Budget::Session => (Some(session), self.config.max_bytes_per_session),
+            Budget::Total => (None, self.config.max_total_bytes),
+        };
         let mut reclaimed = None;
         let mut shortfall = 0;
         for _ in 0..MAX_ATTEMPTS {
-            let Some(held) = self.store.bytes_held()? else { return Ok(Room { shortfall: 0, reclaimed }) };
-            shortfall = held.saturating_add(need).saturating_sub(self.config.max_total_bytes);
+            let Some(held) = self.store.bytes_held(scope)? else {
+                return Ok(Room { shortfall: 0, reclaimed });
+            };
+            shortfall = held.saturating_add(need).saturating_sub(limit);
             if shortfall == 0 {
                 return Ok(Room { shortfall, reclaimed });
             }
-            if let Some((session, no)) = self.store.oldest_answered_buffer()? {
-                let Some((s, _)) = self.store.session(&session)? else { continue };
+            if let Some((owner, no)) = self.store.oldest_answered_buffer(scope)? {
+                let Some((s, _)) = self.store.session(&owner)? else { continue };
                 let evicted = self.stream(&s, no)?.map_or(0, |(st, _)| st.buffer.len() as u64);
                 if self.end_stream(&s, no, StreamState::Aborted)? {
                     self.counters.evicted_events += evicted;
                 }
                 continue;
             }
-            match self.reclaim_idlest_session(now, except)? {
+            if budget == Budget::Session {
+                break;
+            }
+            match self.reclaim_idlest_session(now, session)? {
                 Some(id) => reclaimed = Some(id),
                 None => break,
             }
@@ -369,7 +402,7 @@ impl<S: Store> Gate<S> {
         origin: Origin,
         now: Millis,
     ) -> Result<Opened, GateError> {
-        if self.make_room(stream_cost(&origin), now, &session.id)?.shortfall > 0 {
+        if self.room_for(stream_cost(&origin), now, &session.id)?.shortfall > 0 {
             return Err(GateError::OverBudget);
         }
         if let Origin::Request(id) = &origin
@@ -488,9 +521,9 @@ impl<S: Store> Gate<S> {
         if terminal && loaded.0.origin == Origin::Standalone {
             return Err(GateError::NotARequestStream);
         }
-        // Bytes `max-total-bytes` lacks for this event once nothing else can be freed: the
-        // stream's own oldest events go, or if they are too few, the event is not buffered.
-        let shortfall = self.make_room(event_cost(&data), now, session)?.shortfall;
+        // Bytes the budgets lack for this event once nothing else can be freed: the stream's
+        // own oldest events go, or if they are too few, the event is not buffered.
+        let shortfall = self.room_for(event_cost(&data), now, session)?.shortfall;
         let mut key = None;
         for _ in 0..MAX_ATTEMPTS {
             let (mut stream, version) = loaded;
@@ -705,7 +738,7 @@ impl<S: Store> Gate<S> {
                 Verdict::Fresh { reason, source } => {
                     // Refused before the source changes: a failed reconnect changes nothing.
                     // (`too-many-streams` cannot follow: a source that ends frees its slot.)
-                    if self.make_room(stream_cost(&origin), now, session)?.shortfall > 0 {
+                    if self.room_for(stream_cost(&origin), now, session)?.shortfall > 0 {
                         return Err(GateError::OverBudget);
                     }
                     let mut stranded = None;

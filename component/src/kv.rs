@@ -291,11 +291,11 @@ impl<K: Kv> Store for KvStore<K> {
         Ok(None)
     }
 
-    fn bytes_held(&mut self) -> Result<Option<u64>, StoreError> {
+    fn bytes_held(&mut self, _: Option<&str>) -> Result<Option<u64>, StoreError> {
         Ok(None)
     }
 
-    fn oldest_answered_buffer(&mut self) -> Result<Option<(String, StreamNo)>, StoreError> {
+    fn oldest_answered_buffer(&mut self, _: Option<&str>) -> Result<Option<(String, StreamNo)>, StoreError> {
         Ok(None)
     }
 

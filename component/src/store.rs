@@ -42,12 +42,16 @@ pub trait Store {
         retention: Millis,
         except: &str,
     ) -> Result<Option<String>, StoreError>;
-    /// Bytes the store holds, as counted against `max-total-bytes`; `None` when the store
-    /// does not count them (its backend bounds itself).
-    fn bytes_held(&mut self) -> Result<Option<u64>, StoreError>;
-    /// The answered stream (terminal sent) with buffered events that was active longest ago:
-    /// the first buffer the memory budget frees.
-    fn oldest_answered_buffer(&mut self) -> Result<Option<(String, StreamNo)>, StoreError>;
+    /// Bytes the store holds in all (as counted against `max-total-bytes`), or for one
+    /// session (`max-bytes-per-session`); `None` when the store does not count them (its
+    /// backend bounds itself).
+    fn bytes_held(&mut self, session: Option<&str>) -> Result<Option<u64>, StoreError>;
+    /// The answered stream (terminal sent) with buffered events that was active longest ago,
+    /// in all or in one session: the first buffer a memory budget frees.
+    fn oldest_answered_buffer(
+        &mut self,
+        session: Option<&str>,
+    ) -> Result<Option<(String, StreamNo)>, StoreError>;
 
     /// A stream number never handed out before for this session id, not even before a
     /// re-issue (a key-value store: an atomic increment).
@@ -214,9 +218,13 @@ fn request_id_bytes(id: &RequestId) -> u64 {
     }
 }
 
+/// A stream whose final response was sent and that still buffers events.
+fn is_answered(meta: &StreamMeta) -> bool {
+    meta.state == StreamState::TerminalSent && !meta.buffer.is_empty()
+}
+
 fn answered_key(session: &str, meta: &StreamMeta) -> Option<(Millis, String, StreamNo)> {
-    (meta.state == StreamState::TerminalSent && !meta.buffer.is_empty())
-        .then(|| (meta.last_active, session.to_owned(), meta.no))
+    is_answered(meta).then(|| (meta.last_active, session.to_owned(), meta.no))
 }
 
 /// What a memory store holds right now: for metrics, and for tests that check the bounds.
@@ -232,6 +240,8 @@ pub struct MemoryStats {
     pub most_streams_in_a_session: usize,
     pub most_events_in_a_stream: usize,
     pub most_bytes_in_a_stream: u64,
+    /// The most any one session holds, as counted against `max-bytes-per-session`.
+    pub most_held_by_a_session: u64,
 }
 
 impl MemoryStore {
@@ -250,6 +260,7 @@ impl MemoryStore {
         for session in self.sessions.values() {
             st.streams += session.streams.len();
             st.most_streams_in_a_session = st.most_streams_in_a_session.max(session.streams.len());
+            st.most_held_by_a_session = st.most_held_by_a_session.max(session.bytes);
             for stream in session.streams.values() {
                 let bytes: u64 = stream.data.values().map(|d| d.len() as u64).sum();
                 st.events += stream.data.len();
@@ -387,12 +398,29 @@ impl Store for MemoryStore {
         Ok(oldest.map(|(_, id)| id.clone()))
     }
 
-    fn bytes_held(&mut self) -> Result<Option<u64>, StoreError> {
-        Ok(Some(self.bytes))
+    fn bytes_held(&mut self, session: Option<&str>) -> Result<Option<u64>, StoreError> {
+        Ok(Some(match session {
+            None => self.bytes,
+            Some(id) => self.sessions.get(id).map_or(0, |e| e.bytes),
+        }))
     }
 
-    fn oldest_answered_buffer(&mut self) -> Result<Option<(String, StreamNo)>, StoreError> {
-        Ok(self.answered.first().map(|(_, s, no)| (s.clone(), *no)))
+    fn oldest_answered_buffer(
+        &mut self,
+        session: Option<&str>,
+    ) -> Result<Option<(String, StreamNo)>, StoreError> {
+        let Some(id) = session else {
+            return Ok(self.answered.first().map(|(_, s, no)| (s.clone(), *no)));
+        };
+        // A session lists at most `max-streams-per-session` streams: a short walk, no copies.
+        let Some(entry) = self.sessions.get(id) else { return Ok(None) };
+        let oldest = entry
+            .streams
+            .values()
+            .filter(|st| is_answered(&st.meta))
+            .map(|st| (st.meta.last_active, st.meta.no))
+            .min();
+        Ok(oldest.map(|(_, no)| (id.to_owned(), no)))
     }
 
     fn allocate_stream_no(&mut self, session: &str) -> Result<StreamNo, StoreError> {

@@ -705,11 +705,57 @@ mod sessions_and_bounds {
     }
 
     #[test]
+    fn one_session_holds_at_most_its_share_its_answered_buffers_going_first() {
+        let event = "e".repeat(1000);
+        let config = Config { max_bytes_per_session: 8_000, ..Config::default() };
+        let mut f = Fixture::with(config.clone());
+        let answered = f.post(1);
+        for _ in 0..4 {
+            f.emit(answered.stream, &event);
+        }
+        f.terminal(answered.stream, "done");
+        let (running, _) = f.dropped_stream(2, 0);
+        let share = |f: &Fixture| f.gate.store().stats().most_held_by_a_session;
+        let events: Vec<Event> = (0..12)
+            .map(|_| {
+                let e = f.emit(running.stream, &event);
+                assert!(share(&f) <= config.max_bytes_per_session, "{}", share(&f));
+                e
+            })
+            .collect();
+        let kept = resumed(f.get(&events[events.len() - 5].id));
+        assert_eq!(kept.events, events[events.len() - 4..], "the newest events stay resumable");
+        assert!(f.gate.store().stats().events < 8, "the answered buffer, then the stream's own oldest");
+
+        f.open_session("session-b");
+        let other = f.gate.open_stream("session-b", Origin::Standalone, f.now).unwrap();
+        for _ in 0..6 {
+            f.gate.emit("session-b", other.stream, event.clone(), f.now).unwrap();
+        }
+        let all = f.gate.reconnect("session-b", other.priming.id.as_bytes(), Origin::Standalone, f.now);
+        assert_eq!(resumed(all.unwrap()).events.len(), 6, "another session keeps its own share");
+    }
+
+    #[test]
+    fn past_its_share_a_session_gets_no_new_stream_and_others_are_untouched() {
+        let config = Config { max_bytes_per_session: 2_000, ..Config::default() };
+        let mut f = Fixture::with(config);
+        let standalone = f.gate.open_stream(S, Origin::Standalone, f.now).unwrap();
+        f.emit(standalone.stream, &"e".repeat(1000));
+        let long_id = || Origin::Request(RequestId::Text("r".repeat(256)));
+        assert_eq!(f.gate.open_stream(S, long_id(), f.now), Err(GateError::OverBudget));
+        assert_eq!(f.gate.store().stats().events, 1, "a refusal frees nothing live");
+        f.open_session("session-b");
+        assert!(f.gate.open_stream("session-b", long_id(), f.now).is_ok());
+    }
+
+    #[test]
     fn invalid_configurations_are_refused() {
         let bad = [
             Config { max_events_per_stream: 0, ..Config::default() },
             Config { max_bytes_per_stream: 0, ..Config::default() },
             Config { max_streams_per_session: 0, ..Config::default() },
+            Config { max_bytes_per_session: 0, ..Config::default() },
             Config { max_sessions: 0, ..Config::default() },
             Config { retention_ms: 0, ..Config::default() },
             Config { max_total_bytes: 0, ..Config::default() },

@@ -23,8 +23,10 @@ fuzz_target!(|data: &[u8]| {
         let (call, outcome) = run.step(&op).expect("the native core has no traps");
         let store = run.driver.gate.store();
         if tight {
-            let held = store.stats().held;
-            assert!(held <= config.max_total_bytes, "{call:?} left {held} bytes held");
+            let st = store.stats();
+            assert!(st.held <= config.max_total_bytes, "{call:?} left {} bytes held", st.held);
+            let most = st.most_held_by_a_session;
+            assert!(most <= config.max_bytes_per_session, "{call:?} left {most} bytes in a session");
         } else if let Err(e) = model.check(&call, &outcome, store) {
             panic!("{call:?} answered {outcome:?}: {e}");
         }

@@ -57,6 +57,9 @@ struct ServeArgs {
     /// Bytes the gate keeps in all (events, ids, records); default 256 MiB.
     #[arg(long, env = "RESUME_GATE_MAX_TOTAL_BYTES")]
     max_total_bytes: Option<u64>,
+    /// Bytes one session may hold, its share of the total; default 16 MiB.
+    #[arg(long, env = "RESUME_GATE_MAX_BYTES_PER_SESSION")]
+    max_bytes_per_session: Option<u64>,
     /// Leave Nagle's algorithm on (no `TCP_NODELAY`): only for measuring the server's own
     /// write coalescing; kept-alive clients may then wait for delayed ACKs.
     #[arg(long)]
@@ -94,9 +97,10 @@ fn serve(args: ServeArgs) -> Result<()> {
         let config = resume_gate::Config {
             max_sessions: args.max_sessions.unwrap_or(defaults.max_sessions),
             max_total_bytes: args.max_total_bytes.unwrap_or(defaults.max_total_bytes),
+            max_bytes_per_session: args.max_bytes_per_session.unwrap_or(defaults.max_bytes_per_session),
             ..defaults
         };
-        gate.configure(&config).map_err(|e| anyhow!("--max-sessions/--max-total-bytes: {e}"))?;
+        gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
         host_example::serve::App::new(gate, args.journal, hosts)?
     };
     let tcp = if args.nagle { Tcp::Nagle } else { Tcp::NoDelay };

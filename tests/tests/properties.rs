@@ -78,6 +78,8 @@ fn the_budget_holds(ops: &[Op]) -> Result<(), TestCaseError> {
         }
         let st = run.driver.gate.store().stats();
         prop_assert!(st.held <= config.max_total_bytes, "{call:?} left {} bytes held", st.held);
+        let most = st.most_held_by_a_session;
+        prop_assert!(most <= config.max_bytes_per_session, "{call:?} left {most} bytes in a session");
     }
     Ok(())
 }

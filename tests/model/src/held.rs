@@ -62,6 +62,8 @@ impl Held for KvView<'_> {
             most_streams_in_a_session: streams.values().copied().max().unwrap_or(0),
             most_events_in_a_stream: events.values().map(|e| e.0).max().unwrap_or(0),
             most_bytes_in_a_stream: events.values().map(|e| e.1).max().unwrap_or(0),
+            // Not bounded: the key-value store counts no bytes (`max-bytes-per-session`).
+            most_held_by_a_session: 0,
         }
     }
 }

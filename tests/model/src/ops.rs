@@ -51,6 +51,7 @@ pub fn small_config(signed: bool) -> Config {
         max_events_per_stream: 4,
         max_bytes_per_stream: 600,
         max_streams_per_session: 4,
+        max_bytes_per_session: 256 << 20,
         max_sessions: 2,
         retention_ms: 1_000,
         max_total_bytes: 256 << 20,
@@ -59,10 +60,11 @@ pub fn small_config(signed: bool) -> Config {
     }
 }
 
-/// `small_config` with a memory budget smaller than what its other bounds allow, so that
-/// freeing answered buffers, reclaiming for bytes and `over-budget` happen too.
+/// `small_config` with memory budgets smaller than what its other bounds allow, so that
+/// freeing answered buffers, reclaiming for bytes and `over-budget` happen too, for one
+/// session and in all.
 pub fn tight_budget_config(signed: bool) -> Config {
-    Config { max_total_bytes: 3_000, ..small_config(signed) }
+    Config { max_total_bytes: 3_000, max_bytes_per_session: 1_800, ..small_config(signed) }
 }
 
 fn origin() -> impl Strategy<Value = OriginPick> {
