@@ -450,6 +450,11 @@ impl<S: Store> Gate<S> {
             if s.epoch != session.epoch {
                 return Err(GateError::UnknownSession);
             }
+            // Listed by an earlier attempt whose save committed but answered `cas-failed`
+            // (Spin's Redis backend): done, though the stream it replaced is not known.
+            if s.streams.contains(&stream.no) {
+                return Ok(None);
+            }
             if s.streams.len() >= self.config.max_streams_per_session as usize {
                 let mut listed = self.streams_of(&s)?;
                 let retention = self.config.retention_ms;
@@ -569,13 +574,17 @@ impl<S: Store> Gate<S> {
                 let freed = u64::from(old.cost).saturating_sub(id.len() as u64) + EVENT_OVERHEAD;
                 owed = owed.saturating_sub(freed);
             }
-            if self.store.save_stream(session, &stream, version)? {
+            let saved = self.store.save_stream(session, &stream, version)?;
+            let fresh = if saved { None } else { self.stream(&s, no)? };
+            // A store may answer `cas-failed` after it committed (Spin's Redis backend): the
+            // write was this one if the stream lists this event's key at its number.
+            if saved || fresh.as_ref().is_some_and(|(st, _)| st.seq_of(k) == Some(seq)) {
                 self.store.delete_events(session, no, &evicted)?;
                 self.counters.evicted_events += evicted.len() as u64;
                 self.counters.events_emitted += 1;
                 return Ok(Event { id, stream: no, seq, data, retry_ms: None, terminal });
             }
-            match self.stream(&s, no)? {
+            match fresh {
                 Some(fresh) => loaded = fresh,
                 None => {
                     self.store.delete_events(session, no, &[k])?;

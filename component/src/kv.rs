@@ -31,11 +31,21 @@
 //! - an event's data goes under a key of its own (random per instance, plus a counter) before
 //!   the record that lists it is swapped in, so no record names missing data and no writer
 //!   clobbers another's event; a sequence number is assigned by the swap that publishes it;
-//! - a record is removed by first swapping in a tombstone (the empty value), so a slower
-//!   writer's swap fails instead of resurrecting it; the key is deleted afterwards.
+//! - a record is removed by first swapping in a tombstone, so a slower writer's swap fails
+//!   instead of resurrecting it; the key is deleted afterwards.
 //!
-//! Values are postcard with a leading format byte. Session ids are escaped (`%` and `/`) so
-//! that no key of one session is a prefix-collision with another's.
+//! Backends differ, and the gate trusts only what every one of Spin's gets right:
+//! - a swap's answer is not trusted when it says `cas-failed`: Spin's Redis backend says so
+//!   even after it committed. Every record carries a version that each write raises by one,
+//!   and the tokens (unique per write) of its last `WRITERS_KEPT` versions' writers, so a
+//!   failed swap re-reads the key and counts as written when its version's token is its own.
+//!   If more writes than that came in between, it counts as lost; the gate's retries of
+//!   `on-emit` and of listing a stream notice their own committed change and do not repeat it.
+//! - a counter's raw bytes are never decoded (SQLite stores 8 little-endian bytes, Redis ASCII
+//!   decimal): it is read with `increment(key, 0)`.
+//!
+//! Values are a format byte, the version, the writers' tokens, then postcard. Session ids are escaped (`%`
+//! and `/`) so that no key of one session is a prefix-collision with another's.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -65,7 +75,15 @@ pub trait Kv {
     fn swap(&mut self, handle: Self::Handle, value: &[u8]) -> Result<bool, StoreError>;
 }
 
-const FORMAT: u8 = 1;
+/// A record's first byte: a record, or a tombstone (a removed record, with its writers).
+const RECORD: u8 = 2;
+const TOMBSTONE: u8 = 0;
+/// Tokens of a record's latest writers kept in it (see the module docs).
+const WRITERS_KEPT: usize = 8;
+/// Format byte, version, token count.
+const HEADER: usize = 1 + 8 + 1;
+/// Unique to one write: the instance's seed and its count of writes.
+type Token = [u8; 16];
 const SESSION_COUNT: &str = "rg/sessions";
 const QUEUE_TAIL: &str = "rg/q/tail";
 const QUEUE_HEAD: &str = "rg/q/head";
@@ -76,43 +94,92 @@ const ADMISSION_PROBES: usize = 8;
 /// A `Store` over any `Kv`.
 pub struct KvStore<K: Kv> {
     kv: K,
+    seed: u64,
     next_event_key: EventKey,
+    writes: u64,
+}
+
+/// A record as loaded, for the swap that saves it: its key, version and latest writers, and
+/// the watch.
+pub struct Loaded<H> {
+    key: String,
+    stamp: Stamp,
+    handle: H,
+}
+
+/// A stored value's version and the tokens of its latest writers, newest first.
+#[derive(Default)]
+struct Stamp {
+    version: u64,
+    writers: Vec<Token>,
 }
 
 impl<K: Kv> KvStore<K> {
-    /// `seed` should be random per instance: event keys start from it, so two instances
-    /// writing to one stream never pick the same key.
+    /// `seed` should be random per instance: event keys and write tokens start from it, so
+    /// two instances never pick the same key or token.
     pub fn new(kv: K, seed: u64) -> Self {
-        Self { kv, next_event_key: seed }
+        Self { kv, seed, next_event_key: seed, writes: 0 }
     }
 
     pub fn kv(&mut self) -> &mut K {
         &mut self.kv
     }
 
-    fn load<T: DeserializeOwned>(&mut self, key: &str) -> Result<Option<(T, K::Handle)>, StoreError> {
+    fn token(&mut self) -> Token {
+        self.writes = self.writes.wrapping_add(1);
+        let mut token = [0; 16];
+        token[..8].copy_from_slice(&self.seed.to_le_bytes());
+        token[8..].copy_from_slice(&self.writes.to_le_bytes());
+        token
+    }
+
+    fn load<T: DeserializeOwned>(&mut self, key: &str) -> Result<Option<(T, Loaded<K::Handle>)>, StoreError> {
         let (value, handle) = self.kv.watch(key)?;
-        Ok(decode(key, value)?.map(|v| (v, handle)))
+        let (record, stamp) = decode(key, value.as_deref())?;
+        Ok(record.map(|v| (v, Loaded { key: key.to_owned(), stamp, handle })))
+    }
+
+    /// Writes a record that does not exist yet (its key is fresh).
+    fn create<T: Serialize>(&mut self, key: &str, value: &T) -> Result<(), StoreError> {
+        let stamp = Stamp { version: 1, writers: vec![self.token()] };
+        self.kv.set(key, &encode(Some(value), &stamp)?)
+    }
+
+    /// Saves `value` (`None`: a tombstone) over the record as loaded; `false` when another
+    /// writer got there first. A `cas-failed` answer is checked by a re-read (module docs).
+    fn swap<T: Serialize>(
+        &mut self,
+        loaded: Loaded<K::Handle>,
+        value: Option<&T>,
+    ) -> Result<bool, StoreError> {
+        let token = self.token();
+        let version = loaded.stamp.version.wrapping_add(1);
+        let mut writers = vec![token];
+        writers.extend(loaded.stamp.writers.into_iter().take(WRITERS_KEPT - 1));
+        if self.kv.swap(loaded.handle, &encode(value, &Stamp { version, writers })?)? {
+            return Ok(true);
+        }
+        let now = stamp_of(self.kv.get(&loaded.key)?.as_deref().unwrap_or_default());
+        let back = now.version.wrapping_sub(version);
+        Ok(usize::try_from(back).ok().and_then(|i| now.writers.get(i)) == Some(&token))
     }
 
     /// Swaps in a tombstone; returns the record it replaced, if this call removed it.
-    fn bury<T: DeserializeOwned>(&mut self, key: &str) -> Result<Option<T>, StoreError> {
+    fn bury<T: Serialize + DeserializeOwned>(&mut self, key: &str) -> Result<Option<T>, StoreError> {
         for _ in 0..64 {
-            let Some((old, handle)) = self.load::<T>(key)? else {
+            let Some((old, loaded)) = self.load::<T>(key)? else {
                 return Ok(None);
             };
-            if self.kv.swap(handle, &[])? {
+            if self.swap::<T>(loaded, None)? {
                 return Ok(Some(old));
             }
         }
         Err(StoreError(format!("{key}: still contended after 64 attempts")))
     }
 
+    /// A counter's value, without decoding its bytes (their format is the backend's).
     fn counter(&mut self, key: &str) -> Result<i64, StoreError> {
-        Ok(match self.kv.get(key)? {
-            Some(bytes) => bytes.as_slice().try_into().map(i64::from_le_bytes).unwrap_or(0),
-            None => 0,
-        })
+        self.kv.increment(key, 0)
     }
 
     /// Queues a session at the tail of the admission queue.
@@ -168,19 +235,48 @@ impl<K: Kv> KvStore<K> {
     }
 }
 
-fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
-    let mut bytes = vec![FORMAT];
-    bytes.extend(postcard::to_allocvec(value).map_err(|e| StoreError(format!("encoding a record: {e}")))?);
+fn encode<T: Serialize>(value: Option<&T>, stamp: &Stamp) -> Result<Vec<u8>, StoreError> {
+    let mut bytes = vec![if value.is_some() { RECORD } else { TOMBSTONE }];
+    bytes.extend(stamp.version.to_le_bytes());
+    bytes.push(stamp.writers.len() as u8);
+    bytes.extend(stamp.writers.iter().flatten());
+    if let Some(value) = value {
+        let value =
+            postcard::to_allocvec(value).map_err(|e| StoreError(format!("encoding a record: {e}")))?;
+        bytes.extend(value);
+    }
     Ok(bytes)
 }
 
-/// `None` for an absent key or a tombstone.
-fn decode<T: DeserializeOwned>(key: &str, value: Option<Vec<u8>>) -> Result<Option<T>, StoreError> {
-    match value.as_deref() {
-        None | Some([]) => Ok(None),
-        Some([FORMAT, rest @ ..]) => postcard::from_bytes(rest)
-            .map(Some)
-            .map_err(|e| StoreError(format!("{key}: unreadable record: {e}"))),
+/// Whether a stored value is a live record (not a tombstone, not a counter or event data):
+/// for tests and tools that look into the store.
+pub fn is_record(value: &[u8]) -> bool {
+    value.first() == Some(&RECORD)
+}
+
+/// A stored value's version and latest writers (none for a value that is not a record or a
+/// tombstone).
+fn stamp_of(value: &[u8]) -> Stamp {
+    let (Some(version), Some(n)) = (value.get(1..9), value.get(9)) else { return Stamp::default() };
+    let version = version.try_into().map(u64::from_le_bytes).unwrap_or_default();
+    let tokens = value.get(HEADER..HEADER + 16 * usize::from(*n)).unwrap_or_default();
+    Stamp { version, writers: tokens.chunks_exact(16).filter_map(|t| t.try_into().ok()).collect() }
+}
+
+/// The record (`None` for an absent key or a tombstone) and its stamp.
+fn decode<T: DeserializeOwned>(key: &str, value: Option<&[u8]>) -> Result<(Option<T>, Stamp), StoreError> {
+    let Some(value) = value else { return Ok((None, Stamp::default())) };
+    let stamp = stamp_of(value);
+    let unreadable = |why: String| StoreError(format!("{key}: unreadable record: {why}"));
+    match value.first() {
+        None | Some(&TOMBSTONE) => Ok((None, stamp)),
+        Some(&RECORD) => {
+            let body = value
+                .get(HEADER + 16 * stamp.writers.len()..)
+                .ok_or_else(|| unreadable("cut short".into()))?;
+            let record = postcard::from_bytes(body).map_err(|e| unreadable(e.to_string()))?;
+            Ok((Some(record), stamp))
+        }
         Some(_) => Err(StoreError(format!("{key}: record of an unknown format"))),
     }
 }
@@ -222,20 +318,20 @@ fn claim_key(session: &str, id: &RequestId) -> String {
 }
 
 impl<K: Kv> Store for KvStore<K> {
-    type Version = K::Handle;
+    type Version = Loaded<K::Handle>;
 
-    fn session(&mut self, id: &str) -> Result<Option<(SessionMeta, K::Handle)>, StoreError> {
+    fn session(&mut self, id: &str) -> Result<Option<(SessionMeta, Self::Version)>, StoreError> {
         self.load(&session_key(id))
     }
 
     fn create_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
         self.kv.increment(SESSION_COUNT, 1)?;
-        self.kv.set(&session_key(&meta.id), &encode(meta)?)?;
+        self.create(&session_key(&meta.id), meta)?;
         self.enqueue(&meta.id)
     }
 
-    fn save_session(&mut self, meta: &SessionMeta, version: K::Handle) -> Result<bool, StoreError> {
-        self.kv.swap(version, &encode(meta)?)
+    fn save_session(&mut self, meta: &SessionMeta, version: Self::Version) -> Result<bool, StoreError> {
+        self.swap(version, Some(meta))
     }
 
     fn remove_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
@@ -261,11 +357,7 @@ impl<K: Kv> Store for KvStore<K> {
     }
 
     fn session_count(&mut self) -> Result<u64, StoreError> {
-        let count = match self.kv.get(SESSION_COUNT)? {
-            Some(bytes) => bytes.as_slice().try_into().map(i64::from_le_bytes).unwrap_or(0),
-            None => 0,
-        };
-        Ok(u64::try_from(count).unwrap_or(0))
+        Ok(u64::try_from(self.counter(SESSION_COUNT)?).unwrap_or(0))
     }
 
     /// From the admission queue (see the module docs): the first of at most
@@ -308,16 +400,25 @@ impl<K: Kv> Store for KvStore<K> {
         Ok(self.kv.increment(&claim_key(session, id), 1)? == 1)
     }
 
-    fn stream(&mut self, session: &str, no: StreamNo) -> Result<Option<(StreamMeta, K::Handle)>, StoreError> {
+    fn stream(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+    ) -> Result<Option<(StreamMeta, Self::Version)>, StoreError> {
         self.load(&stream_key(session, no))
     }
 
     fn create_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
-        self.kv.set(&stream_key(session, meta.no), &encode(meta)?)
+        self.create(&stream_key(session, meta.no), meta)
     }
 
-    fn save_stream(&mut self, _: &str, meta: &StreamMeta, version: K::Handle) -> Result<bool, StoreError> {
-        self.kv.swap(version, &encode(meta)?)
+    fn save_stream(
+        &mut self,
+        _: &str,
+        meta: &StreamMeta,
+        version: Self::Version,
+    ) -> Result<bool, StoreError> {
+        self.swap(version, Some(meta))
     }
 
     fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
@@ -361,12 +462,25 @@ impl<K: Kv> Store for KvStore<K> {
 
 /// A `Kv` in process memory that many gates (and threads) can share by cloning it.
 ///
-/// It reproduces the semantics that bind the design, Spin's included: a swap on a key that
-/// was absent when watched is an unconditional upsert; one on a key that changed (or was
-/// deleted) since fails. Every call is counted, so tests and benchmarks can report round trips.
+/// It answers as one of Spin's backends does (`Semantics`), so that the gate is tested
+/// against each: a swap on a key that changed (or was deleted) since it was watched fails.
+/// Every call is counted, so tests and benchmarks can report round trips.
 #[derive(Clone, Default)]
 pub struct MemoryKv {
     shared: Arc<Mutex<Shared>>,
+}
+
+/// Which of Spin's key-value backends a [`MemoryKv`] behaves like.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Semantics {
+    /// The default SQLite store: a counter is 8 little-endian bytes; a swap on a key that was
+    /// absent when watched is an unconditional upsert.
+    #[default]
+    Sqlite,
+    /// The Redis store: a counter is ASCII decimal (`INCRBY`); a swap commits only if the key
+    /// is unchanged (`WATCH`, `MULTI`, `EXEC`) and then answers `cas-failed` whether or not it
+    /// committed (the failing `UNWATCH key` Spin sends after `EXEC`).
+    Redis,
 }
 
 #[derive(Default)]
@@ -374,6 +488,7 @@ struct Shared {
     map: BTreeMap<String, (u64, Vec<u8>)>,
     next_version: u64,
     calls: u64,
+    semantics: Semantics,
 }
 
 /// A `MemoryKv` watch: the key and the version it held (`None`: absent).
@@ -385,6 +500,13 @@ pub struct Watched {
 impl MemoryKv {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store that answers like `semantics`.
+    pub fn with_semantics(semantics: Semantics) -> Self {
+        let kv = Self::default();
+        kv.shared().semantics = semantics;
+        kv
     }
 
     fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
@@ -450,16 +572,22 @@ impl Kv for MemoryKv {
     fn increment(&mut self, key: &str, delta: i64) -> Result<i64, StoreError> {
         let mut s = self.shared();
         s.calls += 1;
-        let current = match s.map.get(key) {
-            None => 0,
-            Some((_, v)) => {
-                let bytes: [u8; 8] =
-                    v.as_slice().try_into().map_err(|_| StoreError(format!("{key}: not a counter")))?;
-                i64::from_le_bytes(bytes)
+        let not_a_counter = || StoreError(format!("{key}: not a counter"));
+        let current = match (s.map.get(key), s.semantics) {
+            (None, _) => 0,
+            (Some((_, v)), Semantics::Sqlite) => {
+                i64::from_le_bytes(v.as_slice().try_into().map_err(|_| not_a_counter())?)
+            }
+            (Some((_, v)), Semantics::Redis) => {
+                std::str::from_utf8(v).ok().and_then(|v| v.parse().ok()).ok_or_else(not_a_counter)?
             }
         };
-        let sum = current.wrapping_add(delta);
-        s.write(key, sum.to_le_bytes().to_vec());
+        let sum = current.checked_add(delta).ok_or_else(not_a_counter)?;
+        let stored = match s.semantics {
+            Semantics::Sqlite => sum.to_le_bytes().to_vec(),
+            Semantics::Redis => sum.to_string().into_bytes(),
+        };
+        s.write(key, stored);
         Ok(sum)
     }
 
@@ -475,10 +603,13 @@ impl Kv for MemoryKv {
         let mut s = self.shared();
         s.calls += 1;
         let current = s.map.get(&handle.key).map(|(ver, _)| *ver);
-        let wins = handle.version.is_none() || current == handle.version;
+        let wins = match s.semantics {
+            Semantics::Sqlite => handle.version.is_none() || current == handle.version,
+            Semantics::Redis => current == handle.version,
+        };
         if wins {
             s.write(&handle.key, value.to_vec());
         }
-        Ok(wins)
+        Ok(wins && s.semantics == Semantics::Sqlite)
     }
 }

@@ -160,6 +160,12 @@ impl StreamMeta {
 
     /// The buffered events after `after`, with their sequence numbers (index arithmetic: the
     /// buffer's sequence numbers are consecutive).
+    /// The sequence number of the buffered event stored under `key`.
+    pub fn seq_of(&self, key: EventKey) -> Option<Seq> {
+        let i = self.buffer.iter().position(|b| b.key == key)?;
+        Some(self.first_buffered.saturating_add(i as Seq))
+    }
+
     pub fn buffered_after(&self, after: Seq) -> impl Iterator<Item = (Seq, Buffered)> + '_ {
         let skip = after.saturating_add(1).saturating_sub(self.first_buffered);
         let skip = usize::try_from(skip).unwrap_or(usize::MAX).min(self.buffer.len());

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use edge_host::serve::{EdgeHost, Tcp};
 use edge_host::variables::{self, Variables};
 use mcp_transport::hosts::{AllowedHosts, LOCALHOST};
+use resume_gate::kv::{MemoryKv, Semantics};
 
 #[derive(Parser)]
 #[command(version, about)]
@@ -38,6 +39,26 @@ struct Cli {
     /// front's own write coalescing.
     #[arg(long)]
     nagle: bool,
+    /// Which of Spin's key-value backends the in-process store answers like: `sqlite` (the
+    /// default store) or `redis` (a swap answers `cas-failed` even when it committed, counters
+    /// are ASCII decimal), to run the app against either.
+    #[arg(long, value_enum, default_value_t = KvSemantics::Sqlite)]
+    kv_semantics: KvSemantics,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum KvSemantics {
+    Sqlite,
+    Redis,
+}
+
+impl From<KvSemantics> for Semantics {
+    fn from(s: KvSemantics) -> Self {
+        match s {
+            KvSemantics::Sqlite => Semantics::Sqlite,
+            KvSemantics::Redis => Semantics::Redis,
+        }
+    }
 }
 
 #[derive(Subcommand)]
@@ -87,7 +108,8 @@ fn main() -> Result<()> {
             let mut values = vec![(variables::ALLOWED_HOSTS.to_owned(), hosts.join(","))];
             values.extend(cli.max_sessions.map(|n| (variables::MAX_SESSIONS.to_owned(), n.to_string())));
             let variables = Variables::new(values);
-            let host = EdgeHost::built(variables)?;
+            let kv = MemoryKv::with_semantics(cli.kv_semantics.into());
+            let host = EdgeHost::built(kv, variables)?;
             let addr = std::net::SocketAddr::new(cli.bind, cli.port);
             let tcp = if cli.nagle { Tcp::Nagle } else { Tcp::NoDelay };
             tokio::runtime::Runtime::new()?.block_on(host.serve(addr, tcp))

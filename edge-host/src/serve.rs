@@ -85,9 +85,9 @@ impl EdgeHost {
         Ok(Arc::new(Self { pre, kv, variables }))
     }
 
-    /// The front and gate this crate was built with, composed, over a fresh store.
-    pub fn built(variables: Variables) -> anyhow::Result<Arc<Self>> {
-        Self::new(&crate::compose::compose_built()?, MemoryKv::new(), variables)
+    /// The front and gate this crate was built with, composed, over `kv`.
+    pub fn built(kv: MemoryKv, variables: Variables) -> anyhow::Result<Arc<Self>> {
+        Self::new(&crate::compose::compose_built()?, kv, variables)
     }
 
     /// The key-value store all instances share.

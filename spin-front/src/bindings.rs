@@ -112,10 +112,9 @@ impl Journal {
     /// Up to `limit` lines from line `from` (0-based), in order; stops at a line whose
     /// writer has not stored it yet.
     pub fn page(&self, from: u64, limit: u64) -> Result<mcp_transport::tools::JournalPage, String> {
-        let count = match self.bucket.get(COUNT_KEY).map_err(|e| format!("{e:?}"))? {
-            None => 0,
-            Some(bytes) => bytes.try_into().map(i64::from_le_bytes).map_err(|_| "bad journal count")?,
-        };
+        // Read by adding 0: a counter's bytes are the backend's own (8 bytes on SQLite, ASCII
+        // decimal on Redis).
+        let count = atomics::increment(&self.bucket, COUNT_KEY, 0).map_err(|e| format!("{e:?}"))?;
         let total = count.clamp(0, Self::MAX_LINES);
         let first = i64::try_from(from).unwrap_or(i64::MAX).saturating_add(1);
         let last = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(first - 1).min(total);

@@ -17,7 +17,7 @@ use host_example::GateHost;
 use host_example::serve::App;
 pub use host_example::serve::Tcp;
 use mcp_transport::hosts::{AllowedHosts, LOCALHOST};
-use resume_gate::kv::MemoryKv;
+use resume_gate::kv::{MemoryKv, Semantics};
 use serde_json::{Value, json};
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -74,6 +74,8 @@ pub struct Setup {
     /// `--max-sessions` (host-example and edge-host) and `--max-total-bytes` (host-example).
     pub max_sessions: Option<u32>,
     pub max_total_bytes: Option<u64>,
+    /// Which of Spin's key-value backends the edge app's store answers like.
+    pub kv_semantics: Semantics,
 }
 
 impl Setup {
@@ -124,6 +126,12 @@ impl TestServer {
         Self::edge_with(Setup::default())
     }
 
+    /// The Spin app over a store that answers like Spin's Redis backend (`edge-host
+    /// --kv-semantics redis`).
+    pub fn edge_over_redis_semantics() -> Self {
+        Self::edge_with(Setup { kv_semantics: Semantics::Redis, ..Setup::default() })
+    }
+
     /// The Spin app set up as `setup` says: `--nagle` (the front's own write coalescing is all
     /// that keeps a kept-alive call from waiting), `--allowed-host` (its `allowed_hosts`
     /// variable).
@@ -133,8 +141,8 @@ impl TestServer {
         let mut values = vec![(ALLOWED_HOSTS.to_owned(), hosts.join(","))];
         values.extend(setup.max_sessions.map(|n| (MAX_SESSIONS.to_owned(), n.to_string())));
         let variables = Variables::new(values);
-        let host =
-            EdgeHost::from_compiled(&compiled_edge_app(), MemoryKv::new(), variables).expect("link the app");
+        let kv = MemoryKv::with_semantics(setup.kv_semantics);
+        let host = EdgeHost::from_compiled(&compiled_edge_app(), kv, variables).expect("link the app");
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
         let tcp = match setup.tcp {

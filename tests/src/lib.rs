@@ -31,6 +31,29 @@ pub fn write_bench_result(name: &str, result: &serde_json::Value) -> anyhow::Res
     Ok(())
 }
 
+/// Runs each named scenario, a `fn(fn() -> TestServer)`, against host-example, the Spin app,
+/// and the Spin app over a store that answers like Spin's Redis backend:
+/// `mod <scenario> { fn host_example(); fn edge(); fn edge_over_redis_semantics(); }`.
+#[macro_export]
+macro_rules! on_every_server {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            #[test]
+            fn host_example() {
+                super::$scenario($crate::http::TestServer::host_example)
+            }
+            #[test]
+            fn edge() {
+                super::$scenario($crate::http::TestServer::edge)
+            }
+            #[test]
+            fn edge_over_redis_semantics() {
+                super::$scenario($crate::http::TestServer::edge_over_redis_semantics)
+            }
+        }
+    )*};
+}
+
 /// Runs each named scenario, a `fn(fn() -> TestServer)`, once against host-example and once
 /// against the Spin app: `mod <scenario> { fn host_example(); fn edge(); }`.
 #[macro_export]

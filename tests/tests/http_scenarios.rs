@@ -1,14 +1,15 @@
 //! Raw-HTTP scenarios, one per row of the decision table a client can reach, plus the
 //! bad-input rules; each runs against host-example and against the Spin app (front + gate-kv,
-//! an instance per request). Connections are cut by dropping them mid-stream.
+//! an instance per request), over a store that answers like Spin's SQLite backend and one that
+//! answers like its Redis backend. Connections are cut by dropping them mid-stream.
 
 use std::time::Duration;
 
 use resume_gate_tests::http::{ACCEPT, Client, Frame, JSON, Response, TestServer, request};
-use resume_gate_tests::on_both_servers;
+use resume_gate_tests::on_every_server;
 use serde_json::{Value, json};
 
-on_both_servers!(
+on_every_server!(
     a_cut_mid_stream_resumes_with_exactly_the_missed_events,
     a_resume_takes_the_stream_over_and_the_old_connection_gets_nothing_more,
     a_client_that_missed_the_terminal_gets_it_once_then_its_cursor_is_stale,

@@ -6,9 +6,9 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use resume_gate_tests::http::TestServer;
-use resume_gate_tests::on_both_servers;
+use resume_gate_tests::{on_both_servers, on_every_server};
 
-on_both_servers!(the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once);
+on_every_server!(the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once);
 on_both_servers!(the_mcp_conformance_scenarios_pass_without_failure);
 
 fn js_dir() -> PathBuf {

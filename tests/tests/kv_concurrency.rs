@@ -1,7 +1,8 @@
 //! Many instances of the gate-kv component, each in its own wasmtime `Store` on its own thread,
 //! against one shared key-value store — what Spin does when requests of one session arrive at
 //! once. No event is lost, no sequence number is handed out twice, no stream comes back after
-//! it ended, and no event crosses into another session.
+//! it ended, and no event crosses into another session — over a store that answers like each
+//! of Spin's backends.
 //!
 //! `round_trips_per_operation` also prints the key-value calls each gate operation costs
 //! (`cargo test -p resume-gate-tests --test kv_concurrency -- --nocapture`).
@@ -15,6 +16,33 @@ use resume_gate::kv::MemoryKv;
 use wasmtime::Engine;
 
 const THREADS: usize = 8;
+
+/// Runs each named test over a store that answers like Spin's SQLite backend and over one
+/// that answers like its Redis backend (a swap says `cas-failed` even when it committed).
+macro_rules! in_both_modes {
+    ($($test:ident),* $(,)?) => {$(
+        mod $test {
+            use resume_gate::kv::{MemoryKv, Semantics};
+            #[test]
+            fn sqlite() {
+                super::$test(MemoryKv::with_semantics(Semantics::Sqlite))
+            }
+            #[test]
+            fn redis() {
+                super::$test(MemoryKv::with_semantics(Semantics::Redis))
+            }
+        }
+    )*};
+}
+
+in_both_modes!(
+    concurrent_emits_lose_nothing_and_never_share_a_sequence_number,
+    concurrent_opens_of_one_request_id_admit_exactly_one_stream,
+    an_abort_racing_emits_is_final_and_the_stream_never_comes_back,
+    a_terminal_racing_emits_is_the_last_event_of_its_stream,
+    sessions_opened_and_fed_at_once_never_see_each_others_events,
+    round_trips_per_operation,
+);
 
 fn pre() -> GateKvPre<GateKvState> {
     static PRE: OnceLock<GateKvPre<GateKvState>> = OnceLock::new();
@@ -108,10 +136,8 @@ fn resumed(decision: Decision) -> Vec<Event> {
     }
 }
 
-#[test]
-fn concurrent_emits_lose_nothing_and_never_share_a_sequence_number() {
+fn concurrent_emits_lose_nothing_and_never_share_a_sequence_number(kv: MemoryKv) {
     const PER_THREAD: usize = 25;
-    let kv = MemoryKv::new();
     let (stream, priming) = detached_stream(&kv, "sess-emit");
     let emitted = on_many_instances(&kv, move |t, gate| {
         (0..PER_THREAD)
@@ -134,9 +160,7 @@ fn concurrent_emits_lose_nothing_and_never_share_a_sequence_number() {
     assert_eq!(got, expected, "every emitted event is replayed once, in sequence order");
 }
 
-#[test]
-fn concurrent_opens_of_one_request_id_admit_exactly_one_stream() {
-    let kv = MemoryKv::new();
+fn concurrent_opens_of_one_request_id_admit_exactly_one_stream(kv: MemoryKv) {
     Gate::new(&kv).open_session("sess-open");
     let outcomes = on_many_instances(&kv, |_, gate| gate.open_stream("sess-open", 42));
     let won = outcomes.iter().filter(|o| o.is_ok()).count();
@@ -144,9 +168,7 @@ fn concurrent_opens_of_one_request_id_admit_exactly_one_stream() {
     assert!(outcomes.iter().all(|o| o.is_ok() || o == &Err(GateError::DuplicateRequestId)), "{outcomes:?}");
 }
 
-#[test]
-fn an_abort_racing_emits_is_final_and_the_stream_never_comes_back() {
-    let kv = MemoryKv::new();
+fn an_abort_racing_emits_is_final_and_the_stream_never_comes_back(kv: MemoryKv) {
     let (stream, priming) = detached_stream(&kv, "sess-abort");
     on_many_instances(&kv, move |t, gate| {
         if t == 0 {
@@ -177,9 +199,7 @@ fn an_abort_racing_emits_is_final_and_the_stream_never_comes_back() {
     }
 }
 
-#[test]
-fn a_terminal_racing_emits_is_the_last_event_of_its_stream() {
-    let kv = MemoryKv::new();
+fn a_terminal_racing_emits_is_the_last_event_of_its_stream(kv: MemoryKv) {
     let (stream, priming) = detached_stream(&kv, "sess-term");
     let terminal_seq = on_many_instances(&kv, move |t, gate| {
         if t == 0 {
@@ -203,9 +223,7 @@ fn a_terminal_racing_emits_is_the_last_event_of_its_stream() {
     assert!(replay.iter().rev().skip(1).all(|e| !e.terminal && e.seq < terminal_seq));
 }
 
-#[test]
-fn sessions_opened_and_fed_at_once_never_see_each_others_events() {
-    let kv = MemoryKv::new();
+fn sessions_opened_and_fed_at_once_never_see_each_others_events(kv: MemoryKv) {
     let replays = on_many_instances(&kv, |t, gate| {
         let session = format!("sess-own-{t}");
         gate.open_session(&session);
@@ -223,9 +241,7 @@ fn sessions_opened_and_fed_at_once_never_see_each_others_events() {
     }
 }
 
-#[test]
-fn round_trips_per_operation() {
-    let kv = MemoryKv::new();
+fn round_trips_per_operation(kv: MemoryKv) {
     let mut gate = Gate::new(&kv);
     let mut table: Vec<(&str, u64)> = Vec::new();
     let mut mark = kv.calls();

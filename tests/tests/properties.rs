@@ -4,7 +4,7 @@
 //! key-value store, under a tight memory budget, and with any bytes as a cursor.
 
 use proptest::prelude::*;
-use resume_gate::kv::MemoryKv;
+use resume_gate::kv::{MemoryKv, Semantics};
 use resume_gate::{Config, Decision, GateError, Origin};
 use resume_gate_tests::drivers::Native;
 use resume_gate_tests::held::KvView;
@@ -26,9 +26,9 @@ fn holds(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
 
 /// The same promises with the state in a key-value store; at the end, ending every session
 /// leaves nothing behind but the session counter and the admission queue's two counters.
-fn holds_over_kv(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
+fn holds_over_kv(ops: &[Op], signed: bool, semantics: Semantics) -> Result<(), TestCaseError> {
     let config = small_config(signed);
-    let kv = MemoryKv::new();
+    let kv = MemoryKv::with_semantics(semantics);
     let mut run = Run::new(Native::over_kv(config.clone(), kv.clone(), 7), &config);
     let mut model = Model::new(config, run.now);
     for op in ops {
@@ -104,12 +104,17 @@ proptest! {
 
     #[test]
     fn every_promise_holds_over_a_key_value_store(ops in ops(80)) {
-        holds_over_kv(&ops, false)?;
+        holds_over_kv(&ops, false, Semantics::Sqlite)?;
+    }
+
+    #[test]
+    fn every_promise_holds_over_a_store_that_answers_like_spins_redis(ops in ops(80)) {
+        holds_over_kv(&ops, false, Semantics::Redis)?;
     }
 
     #[test]
     fn every_promise_holds_over_a_key_value_store_with_signed_ids(ops in ops(80)) {
-        holds_over_kv(&ops, true)?;
+        holds_over_kv(&ops, true, Semantics::Sqlite)?;
     }
 
     #[test]

@@ -78,3 +78,15 @@ fn the_build_commands_produce_the_files_the_manifest_names() {
         assert!(Path::new(file).is_file());
     }
 }
+
+#[test]
+fn the_redis_runtime_config_puts_the_apps_default_store_in_redis() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let text = std::fs::read_to_string(root.join("runtime-config.redis.toml")).expect("at the root");
+    let config: Value = toml::from_str(&text).expect("it parses");
+    let store = &config["key_value_store"]["default"];
+    assert_eq!(store["type"].as_str(), Some("redis"));
+    assert!(store["url"].as_str().unwrap().starts_with("redis://"));
+    let stores = &manifest()["component"]["mcp"]["key_value_stores"];
+    assert_eq!(stores[0].as_str(), Some("default"), "the label the app opens");
+}

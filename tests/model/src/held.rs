@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use resume_gate::kv::MemoryKv;
+use resume_gate::kv::{MemoryKv, is_record};
 use resume_gate::{MemoryStats, MemoryStore};
 
 pub trait Held {
@@ -30,7 +30,7 @@ pub fn escaped(session: &str) -> String {
 impl Held for KvView<'_> {
     fn has_session(&self, id: &str) -> bool {
         let key = format!("rg/s/{}", escaped(id));
-        self.0.snapshot().iter().any(|(k, v)| *k == key && !v.is_empty())
+        self.0.snapshot().iter().any(|(k, v)| *k == key && is_record(v))
     }
 
     fn stats(&self) -> MemoryStats {
@@ -40,10 +40,10 @@ impl Held for KvView<'_> {
         for (key, value) in self.0.snapshot() {
             let parts: Vec<&str> = key.split('/').collect();
             match parts.as_slice() {
-                ["rg", "s", s] if !value.is_empty() => {
+                ["rg", "s", s] if is_record(&value) => {
                     sessions.insert(s.to_string());
                 }
-                ["rg", "t", s, _] if !value.is_empty() => *streams.entry(s.to_string()).or_default() += 1,
+                ["rg", "t", s, _] if is_record(&value) => *streams.entry(s.to_string()).or_default() += 1,
                 ["rg", "e", s, no, _] => {
                     let e = events.entry((s.to_string(), no.to_string())).or_default();
                     e.0 += 1;
