@@ -146,7 +146,11 @@ impl Guest for Component {
         attachment: u32,
         after: u64,
     ) -> Result<wit::Polled, wit::GateError> {
-        with_gate(|g| g.poll(&session, stream, attachment, after).map(Into::into))
+        with_gate(|g| g.poll(&session, stream, attachment, after, now()).map(Into::into))
+    }
+
+    fn renew_lease(session: String, stream: u64) -> Result<(), wit::GateError> {
+        with_gate(|g| g.renew_lease(&session, stream, now()))
     }
 
     fn on_reconnect(
@@ -185,6 +189,7 @@ impl From<Config> for wit::Config {
             max_bytes_per_session: c.max_bytes_per_session,
             max_sessions: c.max_sessions,
             retention_ms: c.retention_ms,
+            lease_ms: c.lease_ms,
             max_total_bytes: c.max_total_bytes,
             retry_ms: c.retry_ms,
             signing_key: c.signing_key,
@@ -201,6 +206,7 @@ impl From<wit::Config> for Config {
             max_bytes_per_session: c.max_bytes_per_session,
             max_sessions: c.max_sessions,
             retention_ms: c.retention_ms,
+            lease_ms: c.lease_ms,
             max_total_bytes: c.max_total_bytes,
             retry_ms: c.retry_ms,
             signing_key: c.signing_key,
@@ -250,7 +256,11 @@ impl From<Event> for wit::Event {
 
 impl From<Polled> for wit::Polled {
     fn from(p: Polled) -> Self {
-        Self { events: p.events.into_iter().map(Into::into).collect(), done: p.done }
+        Self {
+            events: p.events.into_iter().map(Into::into).collect(),
+            done: p.done,
+            stranded: p.stranded.map(Into::into),
+        }
     }
 }
 
@@ -286,6 +296,7 @@ impl From<Decision> for wit::Decision {
                 cursor_seq: r.cursor_seq,
                 events: r.events.into_iter().map(Into::into).collect(),
                 includes_terminal: r.includes_terminal,
+                stranded: r.stranded.map(Into::into),
             }),
             Decision::Fresh(f) => Self::Fresh(wit::FreshStart {
                 reason: f.reason.into(),

@@ -30,6 +30,9 @@ pub struct Config {
     pub max_total_bytes: u64,
     /// How long a stream without a live connection stays resumable after its last activity.
     pub retention_ms: Millis,
+    /// How long a request's writer holds its stream without an emit or heartbeat; past it a
+    /// reconnect replays what was stored and answers the request with the stranded error.
+    pub lease_ms: Millis,
     /// The SSE `retry` hint put on priming events.
     pub retry_ms: Option<u32>,
     /// With a key, every event id carries an HMAC-SHA256 tag and unsigned or altered ids are
@@ -47,6 +50,7 @@ impl Default for Config {
             max_sessions: 4096,
             max_total_bytes: 256 << 20,
             retention_ms: 5 * 60 * 1000,
+            lease_ms: Self::DEFAULT_LEASE_MS,
             retry_ms: Some(1000),
             signing_key: None,
         }
@@ -59,6 +63,9 @@ const MAX_KEY_LEN: usize = 1024;
 const MIN_KEY_LEN: usize = 16;
 
 impl Config {
+    /// The default `lease_ms`: long enough for a busy instance, short enough for a client.
+    pub const DEFAULT_LEASE_MS: Millis = 10_000;
+
     pub fn validate(&self) -> Result<(), GateError> {
         let invalid = |what: &str| Err(GateError::InvalidConfig(what.to_owned()));
         if self.max_events_per_stream == 0 {
@@ -78,6 +85,9 @@ impl Config {
         }
         if self.retention_ms == 0 {
             return invalid("retention-ms must be at least 1");
+        }
+        if self.lease_ms == 0 {
+            return invalid("lease-ms must be at least 1");
         }
         if self.max_total_bytes == 0 {
             return invalid("max-total-bytes must be at least 1");

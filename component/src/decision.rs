@@ -1,7 +1,8 @@
 //! The decision table of DESIGN.md, in one function, in the table's order.
 //!
 //! `decide` only reads: it looks at the cursor, the session and (from check 5 on) the stream
-//! the cursor names, and returns a `Verdict`. The gate applies the verdict. Keeping the checks
+//! the cursor names, and returns a `Verdict`. Check 11, the owner lease, is this project's
+//! addition to the table: a call whose instance died is answered, not waited for. The gate applies the verdict. Keeping the checks
 //! here, top to bottom, each with its reason, is the point of this module: a newcomer reads
 //! the table once, in one place.
 
@@ -69,8 +70,9 @@ impl StaleReason {
 /// What the table decided.
 #[derive(Debug)]
 pub(crate) enum Verdict {
-    /// Replay every buffered event after `after` on `stream`.
-    Resume { stream: StreamMeta, after: Seq },
+    /// Replay every buffered event after `after` on `stream`; with `stranded`, the stream's
+    /// writer is gone: the stream is aborted after the replay and the request gets the error.
+    Resume { stream: StreamMeta, after: Seq, stranded: Option<RequestId> },
     /// Start a fresh stream. `source` is the cursor's stream where the gate still knows it.
     Fresh { reason: StaleReason, source: Option<Source> },
 }
@@ -156,7 +158,10 @@ pub(crate) fn decide(
     if id.seq.saturating_add(1) < stream.first_buffered {
         return settle(stream, Evicted, Some(StreamState::Aborted), stranded);
     }
-    Ok(Verdict::Resume { stream, after: id.seq })
+    // 11. The request's writer still holds its lease; if not, it died with its instance: the
+    // client gets what was stored, then the stranded error, never a wait without end.
+    let stranded = if stream.writer_lost(r.now) { stranded } else { None };
+    Ok(Verdict::Resume { stream, after: id.seq, stranded })
 }
 
 fn settle(

@@ -48,6 +48,9 @@ pub struct Resumption {
     pub events: Vec<Event>,
     /// The last event is the terminal one: close the response after writing it.
     pub includes_terminal: bool,
+    /// The request's writer is gone (its lease expired): after `events`, the host answers
+    /// this request with the stranded error and closes the response. The stream is aborted.
+    pub stranded: Option<RequestId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -80,6 +83,9 @@ pub struct Polled {
     /// took it over, or events after the cursor were evicted (the client's next reconnect
     /// gets the verdict).
     pub done: bool,
+    /// The request's writer is gone (its lease expired): after `events`, the host answers
+    /// this request with the stranded error and stops following (`done` is set).
+    pub stranded: Option<RequestId>,
 }
 
 /// What `make_room` achieved: the bytes still missing, and a session it reclaimed.
@@ -242,8 +248,17 @@ impl<S: Store> Gate<S> {
         stream: StreamNo,
         attachment: u32,
         after: Seq,
+        now: Millis,
     ) -> Result<Polled, GateError> {
-        let r = self.poll_inner(session, stream, attachment, after);
+        let r = self.poll_inner(session, stream, attachment, after, now);
+        self.counted(r)
+    }
+
+    /// The writer of a request stream is still running its call (a heartbeat between events):
+    /// renews its lease. `StreamFinished` once the stream takes no more events (the call was
+    /// cancelled or given up on): the writer stops then.
+    pub fn renew_lease(&mut self, session: &str, stream: StreamNo, now: Millis) -> Result<(), GateError> {
+        let r = self.renew_lease_inner(session, stream, now);
         self.counted(r)
     }
 
@@ -411,7 +426,7 @@ impl<S: Store> Gate<S> {
             return Err(GateError::DuplicateRequestId);
         }
         let no = self.store.allocate_stream_no(&session.id)?;
-        let meta = StreamMeta::new(no, session.epoch, origin, now);
+        let meta = StreamMeta::new(no, session.epoch, origin, now, self.config.lease_ms);
         self.store.create_stream(&session.id, &meta)?;
         match self.list_stream(session, &meta, now) {
             Ok(superseded) => {
@@ -556,6 +571,7 @@ impl<S: Store> Gate<S> {
             stream.buffer.push_back(Buffered { key: k, cost });
             stream.buffered_bytes = stream.buffered_bytes.saturating_add(u64::from(cost));
             stream.last_active = now;
+            stream.lease_until = now.saturating_add(self.config.lease_ms);
             if terminal {
                 stream.state = StreamState::TerminalSent;
                 stream.terminal_seq = Some(seq);
@@ -676,6 +692,7 @@ impl<S: Store> Gate<S> {
         no: StreamNo,
         attachment: u32,
         after: Seq,
+        now: Millis,
     ) -> Result<Polled, GateError> {
         let (s, _) = self.session(session)?;
         for _ in 0..MAX_ATTEMPTS {
@@ -686,12 +703,31 @@ impl<S: Store> Gate<S> {
                 || !stream.state.is_live()
                 || after.saturating_add(1) < stream.first_buffered
             {
-                return Ok(Polled { events: Vec::new(), done: true });
+                return Ok(Polled { events: Vec::new(), done: true, stranded: None });
             }
             // Data missing under a listed key means the record moved on since the load.
             if let Some(events) = self.replay(&s, &stream, after)? {
-                let done = stream.terminal_seq.is_some() && events.last().is_none_or(|e| e.terminal);
-                return Ok(Polled { events, done });
+                let stranded = stream.writer_lost(now).then(|| stream.stranded_request()).flatten();
+                let done = stranded.is_some()
+                    || stream.terminal_seq.is_some() && events.last().is_none_or(|e| e.terminal);
+                return Ok(Polled { events, done, stranded });
+            }
+        }
+        Err(contention())
+    }
+
+    fn renew_lease_inner(&mut self, session: &str, no: StreamNo, now: Millis) -> Result<(), GateError> {
+        let (s, _) = self.session(session)?;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some((mut stream, version)) = self.stream(&s, no)? else {
+                return Err(GateError::UnknownStream);
+            };
+            if !stream.state.takes_events() {
+                return Err(GateError::StreamFinished);
+            }
+            stream.lease_until = now.saturating_add(self.config.lease_ms);
+            if self.store.save_stream(session, &stream, version)? {
+                return Ok(());
             }
         }
         Err(contention())
@@ -723,7 +759,7 @@ impl<S: Store> Gate<S> {
                 }))
             })?;
             match verdict {
-                Verdict::Resume { mut stream, after } => {
+                Verdict::Resume { mut stream, after, stranded } => {
                     let Some(version) = version else { continue };
                     let Some(events) = self.replay(&s, &stream, after)? else { continue };
                     stream.attachment = stream.attachment.wrapping_add(1);
@@ -731,9 +767,13 @@ impl<S: Store> Gate<S> {
                         stream.state = StreamState::Open;
                     }
                     stream.last_active = now;
+                    // The writer is gone: what it stored is replayed, and the stream ends here.
+                    let freed =
+                        if stranded.is_some() { stream.finish(StreamState::Aborted) } else { Vec::new() };
                     if !self.store.save_stream(session, &stream, version)? {
                         continue;
                     }
+                    self.store.delete_events(session, stream.no, &freed)?;
                     self.counters.resumes += 1;
                     self.counters.events_replayed += events.len() as u64;
                     return Ok(Decision::Resume(Resumption {
@@ -742,6 +782,7 @@ impl<S: Store> Gate<S> {
                         cursor_seq: after,
                         includes_terminal: stream.terminal_seq.is_some(),
                         events,
+                        stranded,
                     }));
                 }
                 Verdict::Fresh { reason, source } => {

@@ -127,10 +127,13 @@ pub struct StreamMeta {
     pub terminal_seq: Option<Seq>,
     /// Last emit, attach or detach: retention counts from here.
     pub last_active: Millis,
+    /// Until when the request's writer (the instance running its call) holds the stream: each
+    /// emit and heartbeat renews it. Past it the writer is presumed gone (see `writer_lost`).
+    pub lease_until: Millis,
 }
 
 impl StreamMeta {
-    pub fn new(no: StreamNo, epoch: u64, origin: Origin, now: Millis) -> Self {
+    pub fn new(no: StreamNo, epoch: u64, origin: Origin, now: Millis, lease: Millis) -> Self {
         Self {
             no,
             epoch,
@@ -143,7 +146,14 @@ impl StreamMeta {
             buffered_bytes: 0,
             terminal_seq: None,
             last_active: now,
+            lease_until: now.saturating_add(lease),
         }
+    }
+
+    /// A request still running whose writer stopped renewing its lease: it died with its
+    /// instance, and the client would otherwise wait for a response that never comes.
+    pub fn writer_lost(&self, now: Millis) -> bool {
+        self.origin.request_id().is_some() && self.state.takes_events() && now > self.lease_until
     }
 
     /// A stream without a connection expires `retention` after its last activity.
@@ -158,14 +168,14 @@ impl StreamMeta {
         self.origin.request_id().cloned()
     }
 
-    /// The buffered events after `after`, with their sequence numbers (index arithmetic: the
-    /// buffer's sequence numbers are consecutive).
     /// The sequence number of the buffered event stored under `key`.
     pub fn seq_of(&self, key: EventKey) -> Option<Seq> {
         let i = self.buffer.iter().position(|b| b.key == key)?;
         Some(self.first_buffered.saturating_add(i as Seq))
     }
 
+    /// The buffered events after `after`, with their sequence numbers (index arithmetic: the
+    /// buffer's sequence numbers are consecutive).
     pub fn buffered_after(&self, after: Seq) -> impl Iterator<Item = (Seq, Buffered)> + '_ {
         let skip = after.saturating_add(1).saturating_sub(self.first_buffered);
         let skip = usize::try_from(skip).unwrap_or(usize::MAX).min(self.buffer.len());

@@ -18,6 +18,7 @@ macro_rules! wit_conversions {
                 max_bytes_per_session: c.max_bytes_per_session,
                 max_sessions: c.max_sessions,
                 retention_ms: c.retention_ms,
+                lease_ms: c.lease_ms,
                 max_total_bytes: c.max_total_bytes,
                 retry_ms: c.retry_ms,
                 signing_key: c.signing_key.clone(),
@@ -32,6 +33,7 @@ macro_rules! wit_conversions {
                 max_bytes_per_session: c.max_bytes_per_session,
                 max_sessions: c.max_sessions,
                 retention_ms: c.retention_ms,
+                lease_ms: c.lease_ms,
                 max_total_bytes: c.max_total_bytes,
                 retry_ms: c.retry_ms,
                 signing_key: c.signing_key,
@@ -97,6 +99,7 @@ macro_rules! wit_conversions {
                     cursor_seq: r.cursor_seq,
                     events: r.events.into_iter().map(from_wit_event).collect(),
                     includes_terminal: r.includes_terminal,
+                    stranded: r.stranded.map(from_wit_request_id),
                 }),
                 wit::Decision::Fresh(f) => $crate::Decision::Fresh($crate::FreshStart {
                     reason: from_wit_reason(f.reason),
@@ -107,7 +110,11 @@ macro_rules! wit_conversions {
         }
 
         pub fn from_wit_polled(p: wit::Polled) -> $crate::Polled {
-            $crate::Polled { events: p.events.into_iter().map(from_wit_event).collect(), done: p.done }
+            $crate::Polled {
+                events: p.events.into_iter().map(from_wit_event).collect(),
+                done: p.done,
+                stranded: p.stranded.map(from_wit_request_id),
+            }
         }
 
         pub fn from_wit_error(e: wit::GateError) -> $crate::GateError {

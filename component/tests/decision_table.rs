@@ -360,6 +360,68 @@ mod row_10_every_missed_event_is_buffered {
     }
 }
 
+mod row_11_the_writer_holds_its_lease {
+    use super::*;
+
+    const LEASE: u64 = Config::DEFAULT_LEASE_MS;
+
+    #[test]
+    fn a_call_whose_writer_let_its_lease_pass_replays_what_was_stored_then_is_stranded() {
+        let mut f = Fixture::new();
+        let opened = f.post(4);
+        let events: Vec<Event> = (0..3).map(|i| f.emit(opened.stream, &format!("event {i}"))).collect();
+        f.now += LEASE + 1;
+        let r = resumed(f.get(&events[0].id));
+        assert_eq!(r.events, events[1..], "what the writer stored, exactly once");
+        assert_eq!(r.stranded, Some(RequestId::Number(4)), "then the request's error, not a wait");
+        assert!(!r.includes_terminal);
+        let late = f.gate.emit(S, opened.stream, "the writer wakes up".into(), f.now);
+        assert_eq!(late, Err(GateError::StreamFinished), "the stream ended with the verdict");
+        assert_eq!(f.gate.renew_lease(S, opened.stream, f.now), Err(GateError::StreamFinished));
+        fresh_because(f.get(&events[2].id), StaleReason::Aborted);
+    }
+
+    #[test]
+    fn a_poll_names_the_stranded_request_once_the_lease_passed_and_changes_nothing() {
+        let mut f = Fixture::new();
+        let (opened, events) = f.dropped_stream(5, 2);
+        let fresh = f.gate.poll(S, opened.stream, opened.attachment, 0, f.now).unwrap();
+        assert_eq!((fresh.events.len(), fresh.done, fresh.stranded), (2, false, None));
+        f.now += LEASE + 1;
+        let lost = f.gate.poll(S, opened.stream, opened.attachment, 1, f.now).unwrap();
+        assert_eq!(lost.events, events[1..]);
+        assert!(lost.done);
+        assert_eq!(lost.stranded, Some(RequestId::Number(5)));
+        assert_eq!(resumed(f.get(&events[1].id)).stranded, Some(RequestId::Number(5)));
+    }
+
+    #[test]
+    fn events_and_heartbeats_renew_the_lease() {
+        let mut f = Fixture::new();
+        let opened = f.post(6);
+        f.now += LEASE - 1;
+        let event = f.emit(opened.stream, "progress");
+        f.now += LEASE - 1;
+        f.gate.renew_lease(S, opened.stream, f.now).unwrap();
+        f.now += LEASE - 1;
+        let r = resumed(f.get(&opened.priming.id));
+        assert_eq!((r.events, r.stranded), (vec![event], None), "a running call is resumed");
+        assert_eq!(f.gate.renew_lease(S, 999, f.now), Err(GateError::UnknownStream));
+    }
+
+    #[test]
+    fn standalone_streams_and_answered_calls_hold_no_lease() {
+        let mut f = Fixture::new();
+        let standalone = f.gate.open_stream(S, Origin::Standalone, f.now).unwrap();
+        let answered = f.post(7);
+        let result = f.terminal(answered.stream, "result");
+        f.now += LEASE + 1;
+        assert_eq!(resumed(f.get(&standalone.priming.id)).stranded, None);
+        let r = resumed(f.get(&answered.priming.id));
+        assert_eq!((r.events, r.stranded), (vec![result], None), "the result, never an error");
+    }
+}
+
 mod all_checks_hold {
     use super::*;
 
@@ -758,6 +820,7 @@ mod sessions_and_bounds {
             Config { max_bytes_per_session: 0, ..Config::default() },
             Config { max_sessions: 0, ..Config::default() },
             Config { retention_ms: 0, ..Config::default() },
+            Config { lease_ms: 0, ..Config::default() },
             Config { max_total_bytes: 0, ..Config::default() },
             Config { signing_key: Some(b"short".to_vec()), ..Config::default() },
         ];

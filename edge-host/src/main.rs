@@ -35,6 +35,10 @@ struct Cli {
     /// `SPIN_VARIABLE_MAX_SESSIONS` sets it under Spin).
     #[arg(long, env = "RESUME_GATE_MAX_SESSIONS")]
     max_sessions: Option<u32>,
+    /// How long a running call's instance holds its stream without an event or heartbeat, in
+    /// milliseconds (the app's `lease_ms` variable; default 10000).
+    #[arg(long, env = "RESUME_GATE_LEASE_MS")]
+    lease_ms: Option<u64>,
     /// Leave Nagle's algorithm on (no `TCP_NODELAY`), as Spin may: only for measuring the
     /// front's own write coalescing.
     #[arg(long)]
@@ -107,6 +111,7 @@ fn main() -> Result<()> {
             }
             let mut values = vec![(variables::ALLOWED_HOSTS.to_owned(), hosts.join(","))];
             values.extend(cli.max_sessions.map(|n| (variables::MAX_SESSIONS.to_owned(), n.to_string())));
+            values.extend(cli.lease_ms.map(|ms| (variables::LEASE_MS.to_owned(), ms.to_string())));
             let variables = Variables::new(values);
             let kv = MemoryKv::with_semantics(cli.kv_semantics.into());
             let host = EdgeHost::built(kv, variables)?;

@@ -57,6 +57,8 @@ pub struct EdgeHost {
     pre: ProxyPre<RequestState>,
     kv: MemoryKv,
     variables: Variables,
+    /// The instances handling requests right now (one task each).
+    running: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 impl EdgeHost {
@@ -82,7 +84,7 @@ impl EdgeHost {
         keyvalue::add_to_linker(&mut linker, kv_view)?;
         crate::variables::add_to_linker(&mut linker, |s: &mut RequestState| &mut s.variables)?;
         let pre = ProxyPre::new(linker.instantiate_pre(component)?)?;
-        Ok(Arc::new(Self { pre, kv, variables }))
+        Ok(Arc::new(Self { pre, kv, variables, running: std::sync::Mutex::new(Vec::new()) }))
     }
 
     /// The front and gate this crate was built with, composed, over `kv`.
@@ -93,6 +95,15 @@ impl EdgeHost {
     /// The key-value store all instances share.
     pub fn kv(&self) -> &MemoryKv {
         &self.kv
+    }
+
+    /// Stops every instance handling a request now, between two of its host calls, as a
+    /// crash or an evicted serverless instance would: no cleanup runs. Returns how many.
+    pub fn stop_instances(&self) -> usize {
+        let mut running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let stopped = running.iter().filter(|t| !t.is_finished()).count();
+        running.drain(..).for_each(|t| t.abort());
+        stopped
     }
 
     async fn handle(
@@ -116,6 +127,11 @@ impl EdgeHost {
             let proxy = pre.instantiate_async(&mut store).await?;
             proxy.wasi_http_incoming_handler().call_handle(&mut store, req, out).await
         });
+        {
+            let mut running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            running.retain(|t| !t.is_finished());
+            running.push(task.abort_handle());
+        }
         match receiver.await {
             Ok(Ok(resp)) => Ok(resp),
             Ok(Err(e)) => Err(e.into()),

@@ -26,6 +26,8 @@ use bindings::fermyon::spin::variables::{self as wit, Error};
 pub const ALLOWED_HOSTS: &str = "allowed_hosts";
 /// The variable bounding the gate's sessions (`max-sessions`).
 pub const MAX_SESSIONS: &str = "max_sessions";
+/// The variable setting the lease of a call's writer on its stream (`lease-ms`).
+pub const LEASE_MS: &str = "lease_ms";
 
 /// The app's variables, shared by every instance.
 #[derive(Clone, Debug, Default)]

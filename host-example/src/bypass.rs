@@ -64,7 +64,10 @@ impl GateApi for NoGate {
         _attachment: u32,
         _after: u64,
     ) -> Result<Polled, GateError> {
-        Ok(Polled { events: Vec::new(), done: true })
+        Ok(Polled { events: Vec::new(), done: true, stranded: None })
+    }
+    fn renew_lease(&mut self, _session: &str, _stream: u64) -> Result<(), GateError> {
+        Ok(())
     }
     fn reconnect(&mut self, session: &str, _cursor: &[u8], origin: &Origin) -> Result<Decision, GateError> {
         let opened = self.open_stream(session, origin)?;

@@ -191,6 +191,11 @@ impl GateHost {
         Ok(())
     }
 
+    /// The bounds in force (the defaults until `configure`).
+    pub fn config(&self) -> resume_gate::Config {
+        self.config.clone().unwrap_or_default()
+    }
+
     /// Loads the gate this crate was built with, on a default engine.
     pub fn load_default() -> anyhow::Result<Self> {
         let engine = Engine::default();
@@ -281,6 +286,10 @@ impl mcp_transport::gate::GateApi for GateHost {
     ) -> Result<resume_gate::Polled, resume_gate::GateError> {
         self.call(|g, s| g.call_poll_stream(s, session, stream, attachment, after))
             .map(convert::from_wit_polled)
+    }
+
+    fn renew_lease(&mut self, session: &str, stream: u64) -> Result<(), resume_gate::GateError> {
+        self.call(|g, s| g.call_renew_lease(s, session, stream))
     }
 
     fn reconnect(

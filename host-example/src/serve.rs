@@ -65,6 +65,8 @@ struct Core {
 
 pub struct App {
     core: Mutex<Core>,
+    /// The lease a running call holds its stream by; a wait renews it every third of it.
+    lease_ms: u64,
     server: Server,
     journal: Journal,
     calls: Mutex<HashMap<(String, RequestId), (u64, AbortHandle)>>,
@@ -73,22 +75,26 @@ pub struct App {
 impl App {
     /// The server over `gate`, answering the names `hosts` allows.
     pub fn new(gate: GateHost, journal: PathBuf, hosts: AllowedHosts) -> anyhow::Result<Arc<Self>> {
-        Self::with_gate(Box::new(gate), journal, hosts)
+        let lease_ms = gate.config().lease_ms;
+        Self::with_gate(Box::new(gate), lease_ms, journal, hosts)
     }
 
     /// The same server without the gate ([`crate::bypass::NoGate`]): events without ids,
     /// nothing buffered. For measuring what the gate costs.
     pub fn without_gate(journal: PathBuf, hosts: AllowedHosts) -> anyhow::Result<Arc<Self>> {
-        Self::with_gate(Box::<crate::bypass::NoGate>::default(), journal, hosts)
+        let lease_ms = resume_gate::Config::default().lease_ms;
+        Self::with_gate(Box::<crate::bypass::NoGate>::default(), lease_ms, journal, hosts)
     }
 
     fn with_gate(
         gate: Box<dyn GateApi + Send>,
+        lease_ms: u64,
         journal: PathBuf,
         allowed_hosts: AllowedHosts,
     ) -> anyhow::Result<Arc<Self>> {
         Ok(Arc::new(Self {
             core: Mutex::new(Core { gate, live: HashMap::new() }),
+            lease_ms,
             server: Server::new(ServerConfig {
                 name: "resume-gate host-example".into(),
                 allowed_hosts,
@@ -206,7 +212,17 @@ struct CallHost {
 
 impl ToolHost for CallHost {
     async fn sleep(&self, ms: u64) {
-        tokio::time::sleep(std::time::Duration::from_millis(ms)).await
+        // A long wait is a heartbeat too: the lease outlives each slice of it.
+        let slice = (self.app.lease_ms / 3).max(1);
+        let mut left = ms;
+        while left > 0 {
+            let step = left.min(slice);
+            tokio::time::sleep(std::time::Duration::from_millis(step)).await;
+            left -= step;
+            if left > 0 {
+                let _ = self.app.core().gate.renew_lease(&self.session, self.stream);
+            }
+        }
     }
 
     fn notify(&self, message: String) -> bool {

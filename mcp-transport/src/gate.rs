@@ -15,6 +15,8 @@ pub trait GateApi {
     fn abort(&mut self, session: &str, stream: u64) -> Result<(), GateError>;
     fn abort_request(&mut self, session: &str, id: &RequestId) -> Result<bool, GateError>;
     fn poll(&mut self, session: &str, stream: u64, attachment: u32, after: u64) -> Result<Polled, GateError>;
+    /// The call writing `stream` is still running: renews its lease (`StreamFinished`: stop it).
+    fn renew_lease(&mut self, session: &str, stream: u64) -> Result<(), GateError>;
     fn reconnect(&mut self, session: &str, cursor: &[u8], origin: &Origin) -> Result<Decision, GateError>;
     /// Bytes of memory the gate's state occupies, when the host can tell (a component
     /// instance: its linear memory).
@@ -49,6 +51,11 @@ impl InProcess {
         }
         self.now += 1;
         Ok(self.now)
+    }
+
+    /// Moves the clock on, as time passing between calls would.
+    pub fn advance(&mut self, ms: u64) {
+        self.now += ms;
     }
 }
 
@@ -90,8 +97,12 @@ impl GateApi for InProcess {
         self.gate.abort_request(session, id)
     }
     fn poll(&mut self, session: &str, stream: u64, attachment: u32, after: u64) -> Result<Polled, GateError> {
-        self.tick()?;
-        self.gate.poll(session, stream, attachment, after)
+        let now = self.tick()?;
+        self.gate.poll(session, stream, attachment, after, now)
+    }
+    fn renew_lease(&mut self, session: &str, stream: u64) -> Result<(), GateError> {
+        let now = self.tick()?;
+        self.gate.renew_lease(session, stream, now)
     }
     fn reconnect(&mut self, session: &str, cursor: &[u8], origin: &Origin) -> Result<Decision, GateError> {
         let now = self.tick()?;

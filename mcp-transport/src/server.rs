@@ -558,17 +558,23 @@ impl Server {
         };
         match gate.reconnect(&session, cursor, &Origin::Standalone) {
             Ok(Decision::Resume(r)) => {
-                let frames: Vec<String> = r.events.iter().map(sse::frame).collect();
+                let mut frames: Vec<String> = r.events.iter().map(sse::frame).collect();
                 let follow_after = r.events.last().map_or(r.cursor_seq, |e| e.seq);
-                let decision =
-                    DecisionLog { resumed: true, reason: None, replayed: frames.len(), stranded: None };
+                let decision = DecisionLog {
+                    resumed: true,
+                    reason: None,
+                    replayed: frames.len(),
+                    stranded: r.stranded.clone(),
+                };
+                // Its writer is gone: what it stored, then the error, instead of a wait.
+                frames.extend(r.stranded.as_ref().map(stranded_frame));
                 Reply::Stream(Stream {
                     session,
                     stream: r.stream,
                     attachment: r.attachment,
                     frames,
                     follow_after,
-                    close: r.includes_terminal,
+                    close: r.includes_terminal || r.stranded.is_some(),
                     calls: Vec::new(),
                     decision: Some(decision),
                 })
@@ -584,12 +590,7 @@ impl Server {
                 // Never an empty stream that closes at once: the fresh stream stays open, and a
                 // request whose result was lost gets an error instead of silence.
                 if let Some(lost) = &f.stranded {
-                    let msg = jsonrpc::error(
-                        Some(lost),
-                        RESULT_LOST,
-                        "The result of this request was lost with its stream",
-                    );
-                    if let Ok(event) = gate.emit(&session, f.opened.stream, &msg) {
+                    if let Ok(event) = gate.emit(&session, f.opened.stream, &result_lost(lost)) {
                         stream.frames.push(sse::frame(&event));
                         stream.follow_after = event.seq;
                     }
@@ -610,4 +611,17 @@ impl Server {
             Err(e) => gate_error_reply(&e, None),
         }
     }
+}
+
+/// The JSON-RPC error that answers a request whose result was lost (its stream evicted,
+/// expired, or its writer gone): `-32001`.
+fn result_lost(id: &RequestId) -> String {
+    jsonrpc::error(Some(id), RESULT_LOST, "The result of this request was lost with its stream")
+}
+
+/// `result_lost` as an SSE frame of its own, without an id: written after a stream's events
+/// when its writer is gone (a resume or a poll names the request `stranded`), then the
+/// response ends.
+pub fn stranded_frame(id: &RequestId) -> String {
+    format!("data: {}\n\n", result_lost(id))
 }

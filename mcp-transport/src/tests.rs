@@ -349,6 +349,23 @@ mod reconnects {
     }
 
     #[test]
+    fn a_call_whose_writer_is_gone_gets_what_it_stored_then_32001_and_the_stream_closes() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let opened = h.gate.open_stream(&s, &Origin::Request(RequestId::Number(3))).unwrap();
+        let first = h.gate.emit(&s, opened.stream, r#"{"jsonrpc":"2.0","method":"one"}"#).unwrap();
+        h.gate.emit(&s, opened.stream, r#"{"jsonrpc":"2.0","method":"two"}"#).unwrap();
+        h.gate.advance(resume_gate::Config::DEFAULT_LEASE_MS + 1);
+        let st = h.get(&s, &first.id);
+        let m = messages(&st);
+        assert_eq!(m[0]["method"], json!("two"), "what the writer stored first");
+        assert_eq!((m[1]["id"].clone(), m[1]["error"]["code"].clone()), (json!(3), json!(RESULT_LOST)));
+        assert_eq!(m.len(), 2);
+        assert!(st.close, "the response ends with the error");
+        assert_eq!(st.decision.unwrap().stranded, Some(RequestId::Number(3)));
+    }
+
+    #[test]
     fn a_cancelled_request_is_never_resumed_and_never_answered() {
         let mut h = Harness::new();
         let s = h.initialize();

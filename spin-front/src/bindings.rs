@@ -18,10 +18,17 @@ mod convert {
     resume_gate::wit_conversions!();
 }
 
-/// Sets `max-sessions` on this instance of the gate, the other bounds at their defaults.
-pub fn configure(max_sessions: u32) -> Result<(), GateError> {
-    let config = gate::Config { max_sessions, ..gate::default_config() };
-    gate::configure(&config).map_err(convert::from_wit_error)
+/// Configures this instance of the gate: `max-sessions` and `lease-ms` where given, the other
+/// bounds at their defaults. Returns the lease in force.
+pub fn configure(max_sessions: Option<u32>, lease_ms: Option<u64>) -> Result<u64, GateError> {
+    let defaults = gate::default_config();
+    let config = gate::Config {
+        max_sessions: max_sessions.unwrap_or(defaults.max_sessions),
+        lease_ms: lease_ms.unwrap_or(defaults.lease_ms),
+        ..defaults
+    };
+    gate::configure(&config).map_err(convert::from_wit_error)?;
+    Ok(config.lease_ms)
 }
 
 /// The gate component this front is composed with; its state is in the key-value store.
@@ -74,6 +81,10 @@ impl GateApi for ImportedGate {
         gate::poll_stream(session, stream, attachment, after)
             .map(convert::from_wit_polled)
             .map_err(convert::from_wit_error)
+    }
+
+    fn renew_lease(&mut self, session: &str, stream: u64) -> Result<(), GateError> {
+        gate::renew_lease(session, stream).map_err(convert::from_wit_error)
     }
 
     fn reconnect(&mut self, session: &str, cursor: &[u8], origin: &Origin) -> Result<Decision, GateError> {

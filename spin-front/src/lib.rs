@@ -40,6 +40,8 @@ use connection::Connection;
 const ALLOWED_HOSTS_VARIABLE: &str = "allowed_hosts";
 /// The Spin variable bounding the sessions the gate keeps (`max-sessions`).
 const MAX_SESSIONS_VARIABLE: &str = "max_sessions";
+/// The Spin variable setting how long a call's writer holds its stream (`lease-ms`).
+const LEASE_MS_VARIABLE: &str = "lease_ms";
 /// How long a GET follows an unfinished stream before it ends with a `retry` (SEP-1699).
 const FOLLOW_MS: u64 = 10_000;
 /// How often a following GET polls the store.
@@ -54,7 +56,7 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
         Err(plain) => return connection::reply_plain(out, plain),
     };
     let mut gate = ImportedGate;
-    configure_gate();
+    let lease_ms = configure_gate();
     let server = Server::new(ServerConfig {
         name: "resume-gate spin-front".into(),
         allowed_hosts: allowed_hosts(),
@@ -72,18 +74,18 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
         }
         Reply::Stream(stream) => {
             let conn = Connection::open(out, &stream.session);
-            stream_reply(gate, conn, stream);
+            stream_reply(gate, conn, stream, lease_ms);
         }
     }
 }
 
 /// Writes a stream reply, then runs its tool calls or follows the stream, as it asks.
-fn stream_reply(mut gate: ImportedGate, mut conn: Connection, stream: Stream) {
+fn stream_reply(mut gate: ImportedGate, mut conn: Connection, stream: Stream, lease_ms: u64) {
     for frame in &stream.frames {
         conn.write(frame);
     }
     if !stream.calls.is_empty() {
-        run_calls(gate, conn, &stream);
+        run_calls(gate, conn, &stream, lease_ms);
     } else if !stream.close {
         follow(&mut gate, &mut conn, &stream);
         let _ = gate.detach(&stream.session, stream.stream, stream.attachment);
@@ -107,6 +109,11 @@ fn follow(gate: &mut ImportedGate, conn: &mut Connection, stream: &Stream) {
                 return;
             }
         }
+        if let Some(lost) = &polled.stranded {
+            // The call's writer is gone with its instance: the client gets the error now.
+            conn.write(&mcp_transport::server::stranded_frame(lost));
+            return;
+        }
         if polled.done {
             break;
         }
@@ -117,8 +124,8 @@ fn follow(gate: &mut ImportedGate, conn: &mut Connection, stream: &Stream) {
 /// Runs the stream's `tools/call`s in order (several only for a batch) to the end, recording
 /// every event through the gate even after the client's connection is gone (a resuming GET
 /// replays them from the store); the last response is the stream's terminal event.
-fn run_calls(gate: ImportedGate, conn: Connection, stream: &Stream) {
-    let host = CallHost { gate: RefCell::new(gate), conn: RefCell::new(conn), stream };
+fn run_calls(gate: ImportedGate, conn: Connection, stream: &Stream, lease_ms: u64) {
+    let host = CallHost { gate: RefCell::new(gate), conn: RefCell::new(conn), stream, lease_ms };
     let Some((last, earlier)) = stream.calls.split_last() else { return };
     for pending in earlier {
         let response = respond(pending, run_to_completion(tools::call(&pending.call, &host)));
@@ -159,6 +166,8 @@ struct CallHost<'a> {
     gate: RefCell<ImportedGate>,
     conn: RefCell<Connection>,
     stream: &'a Stream,
+    /// The writer's lease on the stream: a wait renews it every third of this.
+    lease_ms: u64,
 }
 
 impl CallHost<'_> {
@@ -182,7 +191,18 @@ impl ToolHost for CallHost<'_> {
             let s = self.stream;
             let _ = self.gate.borrow_mut().detach(&s.session, s.stream, s.attachment);
         }
-        connection::sleep_ms(ms);
+        // A long wait is a heartbeat too: the lease outlives each slice of it.
+        let slice = (self.lease_ms / 3).max(1);
+        let mut left = ms;
+        while left > 0 {
+            let step = left.min(slice);
+            connection::sleep_ms(step);
+            left -= step;
+            if left > 0 {
+                let s = self.stream;
+                let _ = self.gate.borrow_mut().renew_lease(&s.session, s.stream);
+            }
+        }
         std::future::ready(())
     }
 
@@ -220,17 +240,27 @@ impl ToolHost for CallHost<'_> {
     }
 }
 
-/// Applies the `max_sessions` variable, when set, to this request's gate instance.
-fn configure_gate() {
-    let Ok(value) = spin_sdk::variables::get(MAX_SESSIONS_VARIABLE) else { return };
-    match value.trim().parse() {
-        Ok(max_sessions) => {
-            if let Err(e) = bindings::configure(max_sessions) {
-                eprintln!("resume-gate: the max_sessions variable was refused: {e}");
-            }
-        }
-        Err(_) => eprintln!("resume-gate: the max_sessions variable is not a number: {value:?}"),
+/// Applies the `max_sessions` and `lease_ms` variables, when set, to this request's gate
+/// instance; returns the lease in force (a running call renews it well within).
+fn configure_gate() -> u64 {
+    let max_sessions = number_variable(MAX_SESSIONS_VARIABLE);
+    let lease_ms = number_variable(LEASE_MS_VARIABLE);
+    bindings::configure(max_sessions, lease_ms).unwrap_or_else(|e| {
+        eprintln!("resume-gate: the max_sessions/lease_ms variables were refused: {e}");
+        bindings::configure(None, None).unwrap_or(DEFAULT_LEASE_MS)
+    })
+}
+
+/// The gate's own default `lease-ms`, should configuring it fail.
+const DEFAULT_LEASE_MS: u64 = 10_000;
+
+fn number_variable<T: std::str::FromStr>(name: &str) -> Option<T> {
+    let value = spin_sdk::variables::get(name).ok()?;
+    let parsed = value.trim().parse().ok();
+    if parsed.is_none() {
+        eprintln!("resume-gate: the {name} variable is not a number: {value:?}");
     }
+    parsed
 }
 
 /// The names this app answers to: the `allowed_hosts` variable (comma-separated `NAME` or

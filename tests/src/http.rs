@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use edge_host::serve::EdgeHost;
-use edge_host::variables::{ALLOWED_HOSTS, MAX_SESSIONS, Variables};
+use edge_host::variables::{ALLOWED_HOSTS, LEASE_MS, MAX_SESSIONS, Variables};
 use host_example::GateHost;
 use host_example::serve::App;
 pub use host_example::serve::Tcp;
@@ -33,6 +33,8 @@ pub struct TestServer {
     runtime: Option<tokio::runtime::Runtime>,
     /// host-example's app, to look at its gate from the test.
     pub app: Option<std::sync::Arc<App>>,
+    /// The edge host, to stop its instances from the test.
+    pub edge: Option<std::sync::Arc<EdgeHost>>,
 }
 
 fn runtime_and_listener() -> (tokio::runtime::Runtime, tokio::net::TcpListener) {
@@ -76,6 +78,8 @@ pub struct Setup {
     pub max_total_bytes: Option<u64>,
     /// Which of Spin's key-value backends the edge app's store answers like.
     pub kv_semantics: Semantics,
+    /// The edge app's `lease_ms` variable.
+    pub lease_ms: Option<u64>,
 }
 
 impl Setup {
@@ -98,7 +102,7 @@ impl TestServer {
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
         runtime.spawn(host_example::serve::serve_on(app.clone(), listener, tcp));
-        Self { addr, journal, _dir: dir, runtime: Some(runtime), app: Some(app) }
+        Self { addr, journal, _dir: dir, runtime: Some(runtime), app: Some(app), edge: None }
     }
 
     /// host-example with a journal in a directory of its own.
@@ -140,6 +144,7 @@ impl TestServer {
             if setup.allowed_hosts.is_empty() { LOCALHOST.to_vec() } else { setup.allowed_hosts.clone() };
         let mut values = vec![(ALLOWED_HOSTS.to_owned(), hosts.join(","))];
         values.extend(setup.max_sessions.map(|n| (MAX_SESSIONS.to_owned(), n.to_string())));
+        values.extend(setup.lease_ms.map(|ms| (LEASE_MS.to_owned(), ms.to_string())));
         let variables = Variables::new(values);
         let kv = MemoryKv::with_semantics(setup.kv_semantics);
         let host = EdgeHost::from_compiled(&compiled_edge_app(), kv, variables).expect("link the app");
@@ -149,8 +154,20 @@ impl TestServer {
             Tcp::NoDelay => edge_host::serve::Tcp::NoDelay,
             Tcp::Nagle => edge_host::serve::Tcp::Nagle,
         };
-        runtime.spawn(host.serve_on(listener, tcp));
-        Self { addr, journal: PathBuf::new(), _dir: None, runtime: Some(runtime), app: None }
+        runtime.spawn(host.clone().serve_on(listener, tcp));
+        Self {
+            addr,
+            journal: PathBuf::new(),
+            _dir: None,
+            runtime: Some(runtime),
+            app: None,
+            edge: Some(host),
+        }
+    }
+
+    /// Stops every instance of the edge app handling a request now, as a crash would.
+    pub fn stop_instances(&self) -> usize {
+        self.edge.as_ref().expect("an edge server").stop_instances()
     }
 
     pub fn url(&self) -> String {

@@ -50,6 +50,10 @@ fn the_allowed_hosts_variable_defaults_to_the_localhost_names_edge_host_serves()
     let max = m["variables"]["max_sessions"]["default"].as_str().unwrap();
     assert_eq!(max, resume_gate::Config::default().max_sessions.to_string(), "the gate's own default");
     assert_eq!(m["component"]["mcp"]["variables"]["max_sessions"].as_str(), Some("{{ max_sessions }}"));
+    assert_eq!(m["component"]["mcp"]["variables"]["lease_ms"].as_str(), Some("{{ lease_ms }}"));
+    let lease = m["variables"]["lease_ms"]["default"].as_str().unwrap();
+    assert_eq!(lease, resume_gate::Config::DEFAULT_LEASE_MS.to_string(), "the gate's own default");
+    assert_eq!(edge_host::variables::LEASE_MS, "lease_ms");
     assert_eq!(edge_host::variables::MAX_SESSIONS, "max_sessions");
 }
 

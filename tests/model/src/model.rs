@@ -35,6 +35,8 @@ struct StreamHistory {
     attached: bool,
     attachment: u32,
     last_active: u64,
+    /// Until when its writer holds it (renewed by each event).
+    lease_until: u64,
     /// Aborted, completed, superseded or evicted: never resumable again.
     ended: bool,
     /// The gate may have ended it (expiry, or a settle before a failed open): no liveness claim.
@@ -94,6 +96,7 @@ impl Model {
             attached: true,
             attachment: opened.attachment,
             last_active: now,
+            lease_until: now + self.config.lease_ms,
             ended: false,
             uncertain: false,
         };
@@ -131,6 +134,7 @@ impl Model {
         prop_assert_eq!(e.terminal, terminal);
         st.events.push(e.clone());
         st.last_active = now;
+        st.lease_until = now + self.config.lease_ms;
         if terminal {
             st.terminal = Some(e.seq);
         }
@@ -191,12 +195,27 @@ impl Model {
                     "exactly the events after the cursor"
                 );
                 prop_assert_eq!(r.includes_terminal, st.terminal.is_some());
+                // A request whose writer let its lease pass is replayed, then stranded.
+                let writer_lost = matches!(st.origin, Origin::Request(_))
+                    && st.terminal.is_none()
+                    && self.now > st.lease_until;
+                if !st.uncertain {
+                    prop_assert_eq!(
+                        r.stranded.is_some(),
+                        writer_lost,
+                        "stranded exactly when the lease passed"
+                    );
+                }
+                if let (Some(id), Origin::Request(mine)) = (&r.stranded, &st.origin) {
+                    prop_assert_eq!(id, mine, "the stranded request is the stream's own");
+                }
                 let (no, attachment) = (m.stream, r.attachment);
                 let now = self.now;
                 let st = self.sessions.get_mut(session).and_then(|s| s.streams.get_mut(&no)).expect("known");
                 st.attached = true;
                 st.attachment = attachment;
                 st.last_active = now;
+                st.ended |= r.stranded.is_some();
             }
             Ok(Decision::Fresh(f)) => {
                 if let Some((m, st)) = source {

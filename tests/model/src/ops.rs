@@ -54,6 +54,7 @@ pub fn small_config(signed: bool) -> Config {
         max_bytes_per_session: 256 << 20,
         max_sessions: 2,
         retention_ms: 1_000,
+        lease_ms: 700,
         max_total_bytes: 256 << 20,
         retry_ms: Some(500),
         signing_key: signed.then(|| b"property-test signing key".to_vec()),
