@@ -9,6 +9,7 @@
 use crate::config::Millis;
 use crate::error::StoreError;
 use crate::event_id::{EventId, SigningKey};
+use crate::gate::{Event, Opened};
 use crate::session::SessionMeta;
 use crate::stream::{Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState};
 
@@ -67,20 +68,53 @@ impl StaleReason {
     }
 }
 
-/// What the table decided.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Resumption {
+    pub stream: StreamNo,
+    /// This connection's attachment; any older one is detached (take-over).
+    pub attachment: u32,
+    /// The `seq` of the cursor's event: `events` start after it. A host that follows the
+    /// stream by `poll` polls from the last event it wrote, or from here.
+    pub cursor_seq: Seq,
+    /// Every event after the cursor, in order, exactly once.
+    pub events: Vec<Event>,
+    /// The last event is the terminal one: close the response after writing it.
+    pub includes_terminal: bool,
+    /// The request's writer is gone (its lease expired): after `events`, the host answers
+    /// this request with the stranded error and closes the response. The stream is aborted.
+    pub stranded: Option<RequestId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FreshStart {
+    pub reason: StaleReason,
+    pub opened: Opened,
+    /// A request the client provably still waits for; the host answers it with an error.
+    pub stranded: Option<RequestId>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Resume(Resumption),
+    Fresh(FreshStart),
+}
+
+/// What the table decided. `V` is the store's version of the stream record it loaded, for
+/// the compare-and-swap that applies the verdict.
 #[derive(Debug)]
-pub(crate) enum Verdict {
+pub(crate) enum Verdict<V> {
     /// Replay every buffered event after `after` on `stream`; with `stranded`, the stream's
     /// writer is gone: the stream is aborted after the replay and the request gets the error.
-    Resume { stream: StreamMeta, after: Seq, stranded: Option<RequestId> },
+    Resume { stream: StreamMeta, version: V, after: Seq, stranded: Option<RequestId> },
     /// Start a fresh stream. `source` is the cursor's stream where the gate still knows it.
-    Fresh { reason: StaleReason, source: Option<Source> },
+    Fresh { reason: StaleReason, source: Option<Source<V>> },
 }
 
 /// The stream a stale cursor came from, and what the verdict does to it.
 #[derive(Debug)]
-pub(crate) struct Source {
+pub(crate) struct Source<V> {
     pub stream: StreamMeta,
+    pub version: V,
     /// The state the stream moves to, if it changes.
     pub becomes: Option<StreamState>,
     /// The request whose final response the client provably lacks.
@@ -97,11 +131,12 @@ pub(crate) struct Reconnect<'a> {
     pub retention: Millis,
 }
 
-/// The decision table. `stream_of` loads a stream of this session; it is called at most once.
-pub(crate) fn decide(
+/// The decision table. `stream_of` loads a stream of this session with its version; it is
+/// called at most once.
+pub(crate) fn decide<V>(
     r: &Reconnect<'_>,
-    stream_of: impl FnOnce(StreamNo) -> Result<Option<StreamMeta>, StoreError>,
-) -> Result<Verdict, StoreError> {
+    stream_of: impl FnOnce(StreamNo) -> Result<Option<(StreamMeta, V)>, StoreError>,
+) -> Result<Verdict<V>, StoreError> {
     use StaleReason::*;
     let fresh = |reason| Ok(Verdict::Fresh { reason, source: None });
 
@@ -124,9 +159,10 @@ pub(crate) fn decide(
         return fresh(EpochChanged);
     }
     // 5. Its stream exists in this session, in this epoch.
-    let Some(stream) = stream_of(id.stream)?.filter(|st| st.epoch == r.session.epoch) else {
+    let Some((stream, version)) = stream_of(id.stream)?.filter(|(st, _)| st.epoch == r.session.epoch) else {
         return fresh(Unknown);
     };
+
     // 6. Resumption is always a GET: a POST gets a fresh stream for its own request.
     if *r.origin != Origin::Standalone {
         return fresh(PostNeverResumes);
@@ -136,14 +172,14 @@ pub(crate) fn decide(
     let stranded = lacks_final.then(|| stream.stranded_request()).flatten();
     // 7. The stream is open, resumable or terminal-sent; one kept too long is aborted.
     if stream.expired(r.now, r.retention) {
-        return settle(stream, Aborted, Some(StreamState::Aborted), stranded);
+        return settle(stream, version, Aborted, Some(StreamState::Aborted), stranded);
     }
     match stream.state {
         StreamState::Completed => return fresh(Completed),
-        StreamState::Aborted => return settle(stream, Aborted, None, stranded),
+        StreamState::Aborted => return settle(stream, version, Aborted, None, stranded),
         // A cancelled request gets no response at all, not even the stranded error.
-        StreamState::Cancelled => return settle(stream, Aborted, None, None),
-        StreamState::Superseded => return settle(stream, Superseded, None, stranded),
+        StreamState::Cancelled => return settle(stream, version, Aborted, None, None),
+        StreamState::Superseded => return settle(stream, version, Superseded, None, stranded),
         StreamState::Open | StreamState::Resumable | StreamState::TerminalSent => {}
     }
     // 8. The sequence number was actually issued on that stream.
@@ -152,23 +188,25 @@ pub(crate) fn decide(
     }
     // 9. The cursor is not the terminal event itself: the client already has the result.
     if stream.terminal_seq == Some(id.seq) {
-        return settle(stream, Completed, Some(StreamState::Completed), None);
+        return settle(stream, version, Completed, Some(StreamState::Completed), None);
     }
     // 10. Every event after the cursor is still buffered: never a partial replay.
     if id.seq.saturating_add(1) < stream.first_buffered {
-        return settle(stream, Evicted, Some(StreamState::Aborted), stranded);
+        return settle(stream, version, Evicted, Some(StreamState::Aborted), stranded);
     }
     // 11. The request's writer still holds its lease; if not, it died with its instance: the
     // client gets what was stored, then the stranded error, never a wait without end.
     let stranded = if stream.writer_lost(r.now) { stranded } else { None };
-    Ok(Verdict::Resume { stream, after: id.seq, stranded })
+    Ok(Verdict::Resume { stream, version, after: id.seq, stranded })
 }
 
-fn settle(
+/// A fresh verdict for a cursor whose stream the gate knows: what becomes of that stream.
+fn settle<V>(
     stream: StreamMeta,
+    version: V,
     reason: StaleReason,
     becomes: Option<StreamState>,
     stranded: Option<RequestId>,
-) -> Result<Verdict, StoreError> {
-    Ok(Verdict::Fresh { reason, source: Some(Source { stream, becomes, stranded }) })
+) -> Result<Verdict<V>, StoreError> {
+    Ok(Verdict::Fresh { reason, source: Some(Source { stream, version, becomes, stranded }) })
 }

@@ -2,13 +2,15 @@
 //!
 //! Every operation takes `now` (and `open_session` takes entropy) from the caller; the gate
 //! reads no clock, draws no randomness and does no I/O. The reconnect decision itself lives in
-//! `decision`; this module applies it and keeps the bounds.
+//! `decision`, what is freed at a bound in `room`; this module applies both. Every change to
+//! a record is one attempt of `retry`: load, change, compare-and-swap, again on a lost race.
 
 use crate::config::{Config, Millis};
 use crate::counters::Counters;
-use crate::decision::{Reconnect, StaleReason, Verdict, decide};
+use crate::decision::{Decision, FreshStart, Reconnect, Resumption, Verdict, decide};
 use crate::error::GateError;
 use crate::event_id::{EventId, SigningKey};
+use crate::room::Budget;
 use crate::session::{SessionMeta, next_epoch, validate_session_id};
 use crate::store::{EVENT_OVERHEAD, MemoryStore, Store, event_cost, session_cost, stream_cost};
 use crate::stream::{Buffered, EventKey, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState};
@@ -37,37 +39,6 @@ pub struct Opened {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resumption {
-    pub stream: StreamNo,
-    /// This connection's attachment; any older one is detached (take-over).
-    pub attachment: u32,
-    /// The `seq` of the cursor's event: `events` start after it. A host that follows the
-    /// stream by `poll` polls from the last event it wrote, or from here.
-    pub cursor_seq: Seq,
-    /// Every event after the cursor, in order, exactly once.
-    pub events: Vec<Event>,
-    /// The last event is the terminal one: close the response after writing it.
-    pub includes_terminal: bool,
-    /// The request's writer is gone (its lease expired): after `events`, the host answers
-    /// this request with the stranded error and closes the response. The stream is aborted.
-    pub stranded: Option<RequestId>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FreshStart {
-    pub reason: StaleReason,
-    pub opened: Opened,
-    /// A request the client provably still waits for; the host answers it with an error.
-    pub stranded: Option<RequestId>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    Resume(Resumption),
-    Fresh(FreshStart),
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SessionInfo {
     pub epoch: u64,
     /// The session reclaimed to make room for this one.
@@ -88,23 +59,8 @@ pub struct Polled {
     pub stranded: Option<RequestId>,
 }
 
-/// What `make_room` achieved: the bytes still missing, and a session it reclaimed.
-struct Room {
-    shortfall: u64,
-    reclaimed: Option<String>,
-}
-
-/// The two byte bounds `make_room` keeps.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Budget {
-    /// `max-bytes-per-session`, for the session an operation works in.
-    Session,
-    /// `max-total-bytes`.
-    Total,
-}
-
 /// A lost compare-and-swap race is retried from a fresh load this many times.
-const MAX_ATTEMPTS: usize = 64;
+pub(crate) const MAX_ATTEMPTS: usize = 64;
 
 fn contention() -> GateError {
     GateError::Store(format!("record still contended after {MAX_ATTEMPTS} attempts"))
@@ -112,10 +68,10 @@ fn contention() -> GateError {
 /// The stale-cursor gate over a state store.
 #[derive(Debug)]
 pub struct Gate<S: Store = MemoryStore> {
-    config: Config,
+    pub(crate) config: Config,
     key: Option<SigningKey>,
-    store: S,
-    counters: Counters,
+    pub(crate) store: S,
+    pub(crate) counters: Counters,
 }
 
 impl Gate<MemoryStore> {
@@ -274,6 +230,20 @@ impl<S: Store> Gate<S> {
         self.counted(r)
     }
 
+    /// Runs `attempt` until it settles: `Some` is the answer, `None` a lost compare-and-swap
+    /// race, retried from a fresh load, at most `MAX_ATTEMPTS` times.
+    fn retry<T>(
+        &mut self,
+        mut attempt: impl FnMut(&mut Self) -> Result<Option<T>, GateError>,
+    ) -> Result<T, GateError> {
+        for _ in 0..MAX_ATTEMPTS {
+            if let Some(done) = attempt(self)? {
+                return Ok(done);
+            }
+        }
+        Err(contention())
+    }
+
     fn counted<T>(&mut self, r: Result<T, GateError>) -> Result<T, GateError> {
         if r.is_err() {
             self.counters.errors += 1;
@@ -287,7 +257,7 @@ impl<S: Store> Gate<S> {
     }
 
     /// A stream of the session's current epoch; a record left by an earlier epoch is not one.
-    fn stream(
+    pub(crate) fn stream(
         &mut self,
         session: &SessionMeta,
         no: StreamNo,
@@ -302,21 +272,21 @@ impl<S: Store> Gate<S> {
         entropy: [u8; 8],
     ) -> Result<SessionInfo, GateError> {
         validate_session_id(session)?;
-        for _ in 0..MAX_ATTEMPTS {
-            let Some((old, version)) = self.store.session(session)? else {
+        self.retry(|g| {
+            let Some((old, version)) = g.store.session(session)? else {
                 let mut reclaimed = None;
-                if self.store.session_count()? >= u64::from(self.config.max_sessions) {
-                    let id = self.reclaim_idlest_session(now, session)?;
+                if g.store.session_count()? >= u64::from(g.config.max_sessions) {
+                    let id = g.reclaim_idlest_session(now, session)?;
                     reclaimed = Some(id.ok_or(GateError::TooManySessions)?);
                 }
                 let meta = SessionMeta::new(session, next_epoch(entropy, None), now);
-                let room = self.make_room(Budget::Total, session_cost(session), now, session)?;
+                let room = g.make_room(Budget::Total, session_cost(session), now, session)?;
                 if room.shortfall > 0 {
                     return Err(GateError::OverBudget);
                 }
                 reclaimed = reclaimed.or(room.reclaimed);
-                self.store.create_session(&meta)?;
-                return Ok(SessionInfo { epoch: meta.epoch, reclaimed });
+                g.store.create_session(&meta)?;
+                return Ok(Some(SessionInfo { epoch: meta.epoch, reclaimed }));
             };
             let meta = SessionMeta {
                 epoch: next_epoch(entropy, Some(old.epoch)),
@@ -325,79 +295,16 @@ impl<S: Store> Gate<S> {
                 last_active: now,
                 ..old.clone()
             };
-            if self.store.save_session(&meta, version)? {
+            if g.store.save_session(&meta, version)? {
                 for no in &old.streams {
-                    if let Some((stream, _)) = self.store.stream(session, *no)? {
-                        self.store.remove_stream(session, &stream)?;
+                    if let Some((stream, _)) = g.store.stream(session, *no)? {
+                        g.store.remove_stream(session, &stream)?;
                     }
                 }
-                return Ok(SessionInfo { epoch: meta.epoch, reclaimed: None });
+                return Ok(Some(SessionInfo { epoch: meta.epoch, reclaimed: None }));
             }
-        }
-        Err(contention())
-    }
-
-    /// Removes the session idle longest that holds no work, as the store nominates it (its
-    /// index, or its queue, decides; see `Store::idlest_session`). `None` when every session
-    /// holds work.
-    fn reclaim_idlest_session(&mut self, now: Millis, except: &str) -> Result<Option<String>, GateError> {
-        let retention = self.config.retention_ms;
-        let Some(id) = self.store.idlest_session(now, retention, except)? else { return Ok(None) };
-        let Some((victim, _)) = self.store.session(&id)? else { return Ok(None) };
-        self.store.remove_session(&victim)?;
-        self.counters.reclaimed_sessions += 1;
-        Ok(Some(id))
-    }
-
-    /// Frees bytes until `need` more fit in both the session's `max-bytes-per-session` and
-    /// `max-total-bytes`; see [`Gate::make_room`].
-    fn room_for(&mut self, need: u64, now: Millis, session: &str) -> Result<Room, GateError> {
-        let own = self.make_room(Budget::Session, need, now, session)?;
-        let all = self.make_room(Budget::Total, need, now, session)?;
-        Ok(Room { shortfall: own.shortfall.max(all.shortfall), reclaimed: all.reclaimed })
-    }
-
-    /// Frees bytes until `need` more fit in `budget`: answered streams' buffers first (within
-    /// the session for its own budget), then, for the total, the session idle longest that
-    /// holds no work (never `session`).
-    fn make_room(
-        &mut self,
-        budget: Budget,
-        need: u64,
-        now: Millis,
-        session: &str,
-    ) -> Result<Room, GateError> {
-        let (scope, limit) = match budget {
-            Budget::Session => (Some(session), self.config.max_bytes_per_session),
-            Budget::Total => (None, self.config.max_total_bytes),
-        };
-        let mut reclaimed = None;
-        let mut shortfall = 0;
-        for _ in 0..MAX_ATTEMPTS {
-            let Some(held) = self.store.bytes_held(scope)? else {
-                return Ok(Room { shortfall: 0, reclaimed });
-            };
-            shortfall = held.saturating_add(need).saturating_sub(limit);
-            if shortfall == 0 {
-                return Ok(Room { shortfall, reclaimed });
-            }
-            if let Some((owner, no)) = self.store.oldest_answered_buffer(scope)? {
-                let Some((s, _)) = self.store.session(&owner)? else { continue };
-                let evicted = self.stream(&s, no)?.map_or(0, |(st, _)| st.buffer.len() as u64);
-                if self.end_stream(&s, no, StreamState::Aborted)? {
-                    self.counters.evicted_events += evicted;
-                }
-                continue;
-            }
-            if budget == Budget::Session {
-                break;
-            }
-            match self.reclaim_idlest_session(now, session)? {
-                Some(id) => reclaimed = Some(id),
-                None => break,
-            }
-        }
-        Ok(Room { shortfall, reclaimed })
+            Ok(None)
+        })
     }
 
     /// The stream records a session lists.
@@ -460,23 +367,23 @@ impl<S: Store> Gate<S> {
         stream: &StreamMeta,
         now: Millis,
     ) -> Result<Option<StreamNo>, GateError> {
-        for _ in 0..MAX_ATTEMPTS {
-            let (mut s, version) = self.session(&session.id)?;
+        self.retry(|g| {
+            let (mut s, version) = g.session(&session.id)?;
             if s.epoch != session.epoch {
                 return Err(GateError::UnknownSession);
             }
             // Listed by an earlier attempt whose save committed but answered `cas-failed`
             // (Spin's Redis backend): done, though the stream it replaced is not known.
             if s.streams.contains(&stream.no) {
-                return Ok(None);
+                return Ok(Some(None));
             }
-            if s.streams.len() >= self.config.max_streams_per_session as usize {
-                let mut listed = self.streams_of(&s)?;
-                let retention = self.config.retention_ms;
+            if s.streams.len() >= g.config.max_streams_per_session as usize {
+                let mut listed = g.streams_of(&s)?;
+                let retention = g.config.retention_ms;
                 for st in listed.iter_mut().filter(|st| st.expired(now, retention)) {
-                    self.end_stream(&s, st.no, StreamState::Aborted)?;
+                    g.end_stream(&s, st.no, StreamState::Aborted)?;
                     st.state = StreamState::Aborted;
-                    self.counters.expired_streams += 1;
+                    g.counters.expired_streams += 1;
                 }
                 // A session answering many calls keeps each answered one resumable until room
                 // is needed; a call still running is never dropped.
@@ -486,7 +393,7 @@ impl<S: Store> Gate<S> {
                 let dropped = oldest(|state| !state.is_live())
                     .or_else(|| oldest(|state| state == StreamState::TerminalSent))
                     .ok_or(GateError::TooManyStreams)?;
-                self.store.remove_stream(&s.id, dropped)?;
+                g.store.remove_stream(&s.id, dropped)?;
                 let gone = dropped.no;
                 let present: Vec<StreamNo> = listed.iter().map(|st| st.no).collect();
                 s.streams.retain(|no| *no != gone && present.contains(no));
@@ -497,35 +404,35 @@ impl<S: Store> Gate<S> {
                 Origin::Request(_) => None,
             };
             s.last_active = now;
-            if self.store.save_session(&s, version)? {
-                return Ok(previous);
+            if g.store.save_session(&s, version)? {
+                return Ok(Some(previous));
             }
-        }
-        Err(contention())
+            Ok(None)
+        })
     }
 
     /// Moves a live stream to a finished state and frees its buffer; the record stays as a
     /// tombstone. Returns whether this call finished it.
-    fn end_stream(
+    pub(crate) fn end_stream(
         &mut self,
         session: &SessionMeta,
         no: StreamNo,
         state: StreamState,
     ) -> Result<bool, GateError> {
-        for _ in 0..MAX_ATTEMPTS {
-            let Some((mut stream, version)) = self.stream(session, no)? else {
-                return Ok(false);
+        self.retry(|g| {
+            let Some((mut stream, version)) = g.stream(session, no)? else {
+                return Ok(Some(false));
             };
             if !stream.state.is_live() {
-                return Ok(false);
+                return Ok(Some(false));
             }
             let freed = stream.finish(state);
-            if self.store.save_stream(&session.id, &stream, version)? {
-                self.store.delete_events(&session.id, no, &freed)?;
-                return Ok(true);
+            if g.store.save_stream(&session.id, &stream, version)? {
+                g.store.delete_events(&session.id, no, &freed)?;
+                return Ok(Some(true));
             }
-        }
-        Err(contention())
+            Ok(None)
+        })
     }
 
     fn record(
@@ -537,49 +444,51 @@ impl<S: Store> Gate<S> {
         now: Millis,
     ) -> Result<Event, GateError> {
         let (s, _) = self.session(session)?;
-        let mut loaded = self.stream(&s, no)?.ok_or(GateError::UnknownStream)?;
+        let loaded = self.stream(&s, no)?.ok_or(GateError::UnknownStream)?;
         if terminal && loaded.0.origin == Origin::Standalone {
             return Err(GateError::NotARequestStream);
         }
         // Bytes the budgets lack for this event once nothing else can be freed: the stream's
         // own oldest events go, or if they are too few, the event is not buffered.
         let shortfall = self.room_for(event_cost(&data), now, session)?.shortfall;
+        // The event's data, once written: deleted again if the event is not published.
         let mut key = None;
-        for _ in 0..MAX_ATTEMPTS {
-            let (mut stream, version) = loaded;
-            if stream.expired(now, self.config.retention_ms) {
-                if self.end_stream(&s, no, StreamState::Aborted)? {
-                    self.counters.expired_streams += 1;
+        let mut loaded = Some(loaded);
+        let recorded = self.retry(|g| {
+            let (mut stream, version) = match loaded.take() {
+                Some(l) => l,
+                None => g.stream(&s, no)?.ok_or(GateError::UnknownStream)?,
+            };
+            if stream.expired(now, g.config.retention_ms) {
+                if g.end_stream(&s, no, StreamState::Aborted)? {
+                    g.counters.expired_streams += 1;
                 }
                 stream.state = StreamState::Aborted;
             }
             if !stream.state.takes_events() {
-                if let Some(k) = key {
-                    self.store.delete_events(session, no, &[k])?;
-                }
                 return Err(GateError::StreamFinished);
             }
             let k = match key {
                 Some(k) => k,
-                None => *key.insert(self.store.put_event(session, no, &data)?),
+                None => *key.insert(g.store.put_event(session, no, &data)?),
             };
 
             let seq = stream.last_seq.saturating_add(1);
-            let id = EventId::mint(s.epoch, s.tag, no, seq, self.key.as_ref()).format();
+            let id = EventId::mint(s.epoch, s.tag, no, seq, g.key.as_ref()).format();
             let cost = u32::try_from(id.len() + data.len()).unwrap_or(u32::MAX);
             stream.last_seq = seq;
             stream.buffer.push_back(Buffered { key: k, cost });
             stream.buffered_bytes = stream.buffered_bytes.saturating_add(u64::from(cost));
             stream.last_active = now;
-            stream.lease_until = now.saturating_add(self.config.lease_ms);
+            stream.lease_until = now.saturating_add(g.config.lease_ms);
             if terminal {
                 stream.state = StreamState::TerminalSent;
                 stream.terminal_seq = Some(seq);
             }
             let mut evicted = Vec::new();
             let mut owed = shortfall;
-            while stream.buffer.len() > self.config.max_events_per_stream as usize
-                || stream.buffered_bytes > self.config.max_bytes_per_stream
+            while stream.buffer.len() > g.config.max_events_per_stream as usize
+                || stream.buffered_bytes > g.config.max_bytes_per_stream
                 || owed > 0
             {
                 let Some(old) = stream.buffer.pop_front() else { break };
@@ -590,28 +499,28 @@ impl<S: Store> Gate<S> {
                 let freed = u64::from(old.cost).saturating_sub(id.len() as u64) + EVENT_OVERHEAD;
                 owed = owed.saturating_sub(freed);
             }
-            let saved = self.store.save_stream(session, &stream, version)?;
-            let fresh = if saved { None } else { self.stream(&s, no)? };
+            let saved = g.store.save_stream(session, &stream, version)?;
+            let fresh = if saved { None } else { g.stream(&s, no)? };
             // A store may answer `cas-failed` after it committed (Spin's Redis backend): the
             // write was this one if the stream lists this event's key at its number.
             if saved || fresh.as_ref().is_some_and(|(st, _)| st.seq_of(k) == Some(seq)) {
-                self.store.delete_events(session, no, &evicted)?;
-                self.counters.evicted_events += evicted.len() as u64;
-                self.counters.events_emitted += 1;
-                return Ok(Event { id, stream: no, seq, data, retry_ms: None, terminal });
+                g.store.delete_events(session, no, &evicted)?;
+                g.counters.evicted_events += evicted.len() as u64;
+                g.counters.events_emitted += 1;
+                return Ok(Some((id, seq)));
             }
-            match fresh {
-                Some(fresh) => loaded = fresh,
-                None => {
+            loaded = Some(fresh.ok_or(GateError::UnknownStream)?);
+            Ok(None)
+        });
+        match recorded {
+            Ok((id, seq)) => Ok(Event { id, stream: no, seq, data, retry_ms: None, terminal }),
+            Err(e) => {
+                if let Some(k) = key {
                     self.store.delete_events(session, no, &[k])?;
-                    return Err(GateError::UnknownStream);
                 }
+                Err(e)
             }
         }
-        if let Some(k) = key {
-            self.store.delete_events(session, no, &[k])?;
-        }
-        Err(contention())
     }
 
     fn detach_inner(
@@ -622,22 +531,22 @@ impl<S: Store> Gate<S> {
         now: Millis,
     ) -> Result<(), GateError> {
         validate_session_id(session)?;
-        for _ in 0..MAX_ATTEMPTS {
-            let Some((mut stream, version)) = self.store.stream(session, no)? else {
-                return Ok(());
+        self.retry(|g| {
+            let Some((mut stream, version)) = g.store.stream(session, no)? else {
+                return Ok(Some(()));
             };
             if stream.attachment != attachment || !stream.state.is_live() {
-                return Ok(());
+                return Ok(Some(()));
             }
             if stream.state == StreamState::Open {
                 stream.state = StreamState::Resumable;
             }
             stream.last_active = now;
-            if self.store.save_stream(session, &stream, version)? {
-                return Ok(());
+            if g.store.save_stream(session, &stream, version)? {
+                return Ok(Some(()));
             }
-        }
-        Err(contention())
+            Ok(None)
+        })
     }
 
     fn abort_inner(&mut self, session: &str, no: StreamNo) -> Result<(), GateError> {
@@ -695,42 +604,42 @@ impl<S: Store> Gate<S> {
         now: Millis,
     ) -> Result<Polled, GateError> {
         let (s, _) = self.session(session)?;
-        for _ in 0..MAX_ATTEMPTS {
-            let Some((stream, _)) = self.stream(&s, no)? else {
+        self.retry(|g| {
+            let Some((stream, _)) = g.stream(&s, no)? else {
                 return Err(GateError::UnknownStream);
             };
             if stream.attachment != attachment
                 || !stream.state.is_live()
                 || after.saturating_add(1) < stream.first_buffered
             {
-                return Ok(Polled { events: Vec::new(), done: true, stranded: None });
+                return Ok(Some(Polled { events: Vec::new(), done: true, stranded: None }));
             }
             // Data missing under a listed key means the record moved on since the load.
-            if let Some(events) = self.replay(&s, &stream, after)? {
+            if let Some(events) = g.replay(&s, &stream, after)? {
                 let stranded = stream.writer_lost(now).then(|| stream.stranded_request()).flatten();
                 let done = stranded.is_some()
                     || stream.terminal_seq.is_some() && events.last().is_none_or(|e| e.terminal);
-                return Ok(Polled { events, done, stranded });
+                return Ok(Some(Polled { events, done, stranded }));
             }
-        }
-        Err(contention())
+            Ok(None)
+        })
     }
 
     fn renew_lease_inner(&mut self, session: &str, no: StreamNo, now: Millis) -> Result<(), GateError> {
         let (s, _) = self.session(session)?;
-        for _ in 0..MAX_ATTEMPTS {
-            let Some((mut stream, version)) = self.stream(&s, no)? else {
+        self.retry(|g| {
+            let Some((mut stream, version)) = g.stream(&s, no)? else {
                 return Err(GateError::UnknownStream);
             };
             if !stream.state.takes_events() {
                 return Err(GateError::StreamFinished);
             }
-            stream.lease_until = now.saturating_add(self.config.lease_ms);
-            if self.store.save_stream(session, &stream, version)? {
-                return Ok(());
+            stream.lease_until = now.saturating_add(g.config.lease_ms);
+            if g.store.save_stream(session, &stream, version)? {
+                return Ok(Some(()));
             }
-        }
-        Err(contention())
+            Ok(None)
+        })
     }
 
     fn reconnect_inner(
@@ -741,27 +650,19 @@ impl<S: Store> Gate<S> {
         now: Millis,
     ) -> Result<Decision, GateError> {
         let (s, _) = self.session(session)?;
-        for _ in 0..MAX_ATTEMPTS {
+        self.retry(|g| {
             let reconnect = Reconnect {
                 cursor,
                 origin: &origin,
                 session: &s,
-                key: self.key.as_ref(),
+                key: g.key.as_ref(),
                 now,
-                retention: self.config.retention_ms,
+                retention: g.config.retention_ms,
             };
-            let mut version = None;
-            let store = &mut self.store;
-            let verdict = decide(&reconnect, |no| {
-                Ok(store.stream(session, no)?.map(|(st, v)| {
-                    version = Some(v);
-                    st
-                }))
-            })?;
-            match verdict {
-                Verdict::Resume { mut stream, after, stranded } => {
-                    let Some(version) = version else { continue };
-                    let Some(events) = self.replay(&s, &stream, after)? else { continue };
+            let store = &mut g.store;
+            match decide(&reconnect, |no| store.stream(session, no))? {
+                Verdict::Resume { mut stream, version, after, stranded } => {
+                    let Some(events) = g.replay(&s, &stream, after)? else { return Ok(None) };
                     stream.attachment = stream.attachment.wrapping_add(1);
                     if stream.state == StreamState::Resumable {
                         stream.state = StreamState::Open;
@@ -770,46 +671,44 @@ impl<S: Store> Gate<S> {
                     // The writer is gone: what it stored is replayed, and the stream ends here.
                     let freed =
                         if stranded.is_some() { stream.finish(StreamState::Aborted) } else { Vec::new() };
-                    if !self.store.save_stream(session, &stream, version)? {
-                        continue;
+                    if !g.store.save_stream(session, &stream, version)? {
+                        return Ok(None);
                     }
-                    self.store.delete_events(session, stream.no, &freed)?;
-                    self.counters.resumes += 1;
-                    self.counters.events_replayed += events.len() as u64;
-                    return Ok(Decision::Resume(Resumption {
+                    g.store.delete_events(session, stream.no, &freed)?;
+                    g.counters.resumes += 1;
+                    g.counters.events_replayed += events.len() as u64;
+                    Ok(Some(Decision::Resume(Resumption {
                         stream: stream.no,
                         attachment: stream.attachment,
                         cursor_seq: after,
                         includes_terminal: stream.terminal_seq.is_some(),
                         events,
                         stranded,
-                    }));
+                    })))
                 }
                 Verdict::Fresh { reason, source } => {
                     // Refused before the source changes: a failed reconnect changes nothing.
                     // (`too-many-streams` cannot follow: a source that ends frees its slot.)
-                    if self.room_for(stream_cost(&origin), now, session)?.shortfall > 0 {
+                    if g.room_for(stream_cost(&origin), now, session)?.shortfall > 0 {
                         return Err(GateError::OverBudget);
                     }
                     let mut stranded = None;
                     if let Some(mut source) = source {
                         if let Some(state) = source.becomes {
-                            let Some(version) = version else { continue };
                             let freed = source.stream.finish(state);
-                            if !self.store.save_stream(session, &source.stream, version)? {
-                                continue;
+                            if !g.store.save_stream(session, &source.stream, source.version)? {
+                                return Ok(None);
                             }
-                            self.store.delete_events(session, source.stream.no, &freed)?;
+                            g.store.delete_events(session, source.stream.no, &freed)?;
                         }
                         stranded = source.stranded;
                     }
-                    let opened = self.open_stream_in(&s, origin, now)?;
-                    self.counters.count_fresh(reason);
-                    return Ok(Decision::Fresh(FreshStart { reason, opened, stranded }));
+                    let opened = g.open_stream_in(&s, origin.clone(), now)?;
+                    g.counters.count_fresh(reason);
+                    Ok(Some(Decision::Fresh(FreshStart { reason, opened, stranded })))
                 }
             }
-        }
-        Err(contention())
+        })
     }
 }
 

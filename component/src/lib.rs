@@ -10,9 +10,11 @@
 //!
 //! # Layout
 //!
-//! - [`decision`]: the decision table of DESIGN.md, checks 1–10 in one function, in order.
+//! - [`decision`]: the decision table of DESIGN.md, checks 1–11 in one function, in order, and
+//!   what a reconnect returns.
 //! - [`gate`]: the operations a host calls (`open_session`, `open_stream`, `emit`,
-//!   `terminal`, `detach`, `abort`, `reconnect`) and the bounds they keep.
+//!   `terminal`, `detach`, `abort`, `renew_lease`, `poll`, `reconnect`) and the bounds they
+//!   keep; `room`: what it frees when a bound is reached.
 //! - [`stream`], [`session`]: the stream model and the session it belongs to.
 //! - [`event_id`]: minting, signing and the total parser of event ids.
 //! - [`store`]: the `Store` trait and the in-memory store.
@@ -28,6 +30,7 @@ pub mod error;
 pub mod event_id;
 pub mod gate;
 pub mod kv;
+mod room;
 pub mod session;
 pub mod store;
 pub mod stream;
@@ -38,9 +41,9 @@ mod component;
 
 pub use config::{Config, Millis};
 pub use counters::Counters;
-pub use decision::StaleReason;
+pub use decision::{Decision, FreshStart, Resumption, StaleReason};
 pub use error::{GateError, StoreError};
-pub use gate::{Decision, Event, FreshStart, Gate, Opened, Polled, Resumption, SessionInfo};
+pub use gate::{Event, Gate, Opened, Polled, SessionInfo};
 pub use session::{MAX_SESSION_ID_LEN, validate_session_id};
 pub use store::{MemoryStats, MemoryStore, Store};
 pub use stream::{EventKey, MAX_REQUEST_ID_LEN, Origin, RequestId, Seq, StreamNo, StreamState};
