@@ -488,6 +488,8 @@ struct Shared {
     map: BTreeMap<String, (u64, Vec<u8>)>,
     next_version: u64,
     calls: u64,
+    /// Bytes of keys and values that crossed to or from the store.
+    bytes: u64,
     semantics: Semantics,
 }
 
@@ -518,6 +520,12 @@ impl MemoryKv {
         self.shared().calls
     }
 
+    /// Bytes of keys and values that crossed to or from the store so far, by every clone: what
+    /// a networked store would carry.
+    pub fn bytes(&self) -> u64 {
+        self.shared().bytes
+    }
+
     pub fn len(&self) -> usize {
         self.shared().map.len()
     }
@@ -540,6 +548,12 @@ impl MemoryKv {
 }
 
 impl Shared {
+    /// One call carrying `key` and `value` bytes.
+    fn count(&mut self, key: &str, value: usize) {
+        self.calls += 1;
+        self.bytes += (key.len() + value) as u64;
+    }
+
     fn write(&mut self, key: &str, value: Vec<u8>) {
         self.next_version += 1;
         self.map.insert(key.to_owned(), (self.next_version, value));
@@ -551,27 +565,28 @@ impl Kv for MemoryKv {
 
     fn get(&mut self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let mut s = self.shared();
-        s.calls += 1;
-        Ok(s.map.get(key).map(|(_, v)| v.clone()))
+        let value = s.map.get(key).map(|(_, v)| v.clone());
+        s.count(key, value.as_ref().map_or(0, Vec::len));
+        Ok(value)
     }
 
     fn set(&mut self, key: &str, value: &[u8]) -> Result<(), StoreError> {
         let mut s = self.shared();
-        s.calls += 1;
+        s.count(key, value.len());
         s.write(key, value.to_vec());
         Ok(())
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StoreError> {
         let mut s = self.shared();
-        s.calls += 1;
+        s.count(key, 0);
         s.map.remove(key);
         Ok(())
     }
 
     fn increment(&mut self, key: &str, delta: i64) -> Result<i64, StoreError> {
         let mut s = self.shared();
-        s.calls += 1;
+        s.count(key, 8);
         let not_a_counter = || StoreError(format!("{key}: not a counter"));
         let current = match (s.map.get(key), s.semantics) {
             (None, _) => 0,
@@ -593,15 +608,17 @@ impl Kv for MemoryKv {
 
     fn watch(&mut self, key: &str) -> Result<(Option<Vec<u8>>, Watched), StoreError> {
         let mut s = self.shared();
-        s.calls += 1;
-        let entry = s.map.get(key);
-        let handle = Watched { key: key.to_owned(), version: entry.map(|(ver, _)| *ver) };
-        Ok((entry.map(|(_, v)| v.clone()), handle))
+        let (version, value) = match s.map.get(key) {
+            Some((ver, v)) => (Some(*ver), Some(v.clone())),
+            None => (None, None),
+        };
+        s.count(key, value.as_ref().map_or(0, Vec::len));
+        Ok((value, Watched { key: key.to_owned(), version }))
     }
 
     fn swap(&mut self, handle: Watched, value: &[u8]) -> Result<bool, StoreError> {
         let mut s = self.shared();
-        s.calls += 1;
+        s.count(&handle.key, value.len());
         let current = s.map.get(&handle.key).map(|(ver, _)| *ver);
         let wins = match s.semantics {
             Semantics::Sqlite => handle.version.is_none() || current == handle.version,
