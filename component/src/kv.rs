@@ -248,6 +248,12 @@ fn encode<T: Serialize>(value: Option<&T>, stamp: &Stamp) -> Result<Vec<u8>, Sto
     Ok(bytes)
 }
 
+/// The record a stored value holds (`None` for a tombstone, a counter or event data): for
+/// tests and tools that look into the store.
+pub fn read_record<T: DeserializeOwned>(value: &[u8]) -> Option<T> {
+    decode::<T>("", Some(value)).ok().and_then(|(record, _)| record)
+}
+
 /// Whether a stored value is a live record (not a tombstone, not a counter or event data):
 /// for tests and tools that look into the store.
 pub fn is_record(value: &[u8]) -> bool {
