@@ -89,8 +89,9 @@ pub trait Store {
 }
 
 /// Whether a session with these streams may be reclaimed at `now`: no stream has a live
-/// connection, and every stream a client may still resume (an unfinished call, a result not
-/// yet acknowledged) expired. `touched` is the session's latest activity.
+/// connection (a call whose writer let its lease pass has none: it died with its instance),
+/// and every stream a client may still resume (an unfinished call, a result not yet
+/// acknowledged) expired. `touched` is the session's latest activity.
 pub fn holds_no_work<'a>(
     streams: impl IntoIterator<Item = &'a StreamMeta>,
     touched: Millis,
@@ -99,7 +100,7 @@ pub fn holds_no_work<'a>(
 ) -> bool {
     let (mut open, mut pending) = (false, false);
     for st in streams {
-        open |= st.state == StreamState::Open;
+        open |= st.state == StreamState::Open && !st.writer_lost(now);
         pending |= st.state.is_live();
     }
     !open && (!pending || now.saturating_sub(touched) > retention)

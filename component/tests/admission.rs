@@ -94,6 +94,24 @@ mod key_value {
         super::a_table_full_of_work_refuses(gate(16, &MemoryKv::new()));
     }
 
+    /// A session whose call's instance died (its stream still open, never detached) holds no
+    /// work once its lease passed and the retention since its last event did: it is reclaimed
+    /// then, not kept forever.
+    #[test]
+    fn a_session_whose_writer_died_is_reclaimed_after_lease_and_retention() {
+        let kv = MemoryKv::new();
+        let mut gate = gate(1, &kv);
+        let c = gate.config().clone();
+        gate.open_session("crashed", 0, [1; 8]).unwrap();
+        let call = gate.open_stream("crashed", Origin::Request(RequestId::Number(1)), 0).unwrap();
+        gate.emit("crashed", call.stream, "progress".into(), 0).unwrap();
+        assert!(c.retention_ms > c.lease_ms);
+        let within = c.retention_ms;
+        assert_eq!(gate.open_session("newcomer", within, [2; 8]), Err(GateError::TooManySessions));
+        let info = gate.open_session("newcomer", within + 1, [2; 8]).unwrap();
+        assert_eq!(info.reclaimed.as_deref(), Some("crashed"));
+    }
+
     /// Store calls per admission at a full table, for a table of `max` sessions.
     fn calls_per_admission(max: u32) -> u64 {
         let kv = MemoryKv::new();
