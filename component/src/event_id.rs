@@ -95,13 +95,16 @@ impl EventId {
 
     /// The wire form; always printable ASCII without `:`, space, CR, LF or NUL, ≤ 128 bytes.
     pub fn format(&self) -> String {
-        use std::fmt::Write;
         let mut s = String::with_capacity(MAX_LEN);
         s.push_str("rg1.");
         push_hex(&mut s, &self.epoch.to_be_bytes());
         s.push('.');
         push_hex(&mut s, &self.session);
-        let _ = write!(s, ".{}.{}", self.stream, self.seq);
+        let mut digits = itoa::Buffer::new();
+        s.push('.');
+        s.push_str(digits.format(self.stream));
+        s.push('.');
+        s.push_str(digits.format(self.seq));
         if let Some(mac) = &self.mac {
             s.push('.');
             push_hex(&mut s, mac);
@@ -145,10 +148,10 @@ fn fixed_hex<const N: usize>(field: &[u8]) -> Option<[u8; N]> {
 
 /// Lower-case hex, the only spelling `fixed_hex` accepts.
 fn push_hex(s: &mut String, bytes: &[u8]) {
-    let mut buf = [0; 2 * MAC_LEN];
-    let hex = &mut buf[..2 * bytes.len()];
-    if hex::encode_to_slice(bytes, hex).is_ok() {
-        s.push_str(std::str::from_utf8(hex).unwrap_or_default());
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0xf)]));
     }
 }
 

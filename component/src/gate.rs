@@ -9,10 +9,12 @@ use crate::config::{Config, Millis};
 use crate::counters::Counters;
 use crate::decision::{Decision, FreshStart, Reconnect, Resumption, Verdict, decide};
 use crate::error::GateError;
-use crate::event_id::{EventId, SigningKey};
+use crate::event_id::{EventId, SessionTag, SigningKey};
 use crate::room::Budget;
 use crate::session::{SessionMeta, next_epoch, validate_session_id};
-use crate::store::{EVENT_OVERHEAD, MemoryStore, Store, event_cost, session_cost, stream_cost};
+use crate::store::{
+    EVENT_OVERHEAD, Edit, MAX_ATTEMPTS, MemoryStore, Store, contention, event_cost, session_cost, stream_cost,
+};
 use crate::stream::{Buffered, EventKey, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState};
 
 /// An event for the host to write as one SSE frame (`id:`, optional `retry:`, `data:`).
@@ -59,12 +61,29 @@ pub struct Polled {
     pub stranded: Option<RequestId>,
 }
 
-/// A lost compare-and-swap race is retried from a fresh load this many times.
-pub(crate) const MAX_ATTEMPTS: usize = 64;
-
-fn contention() -> GateError {
-    GateError::Store(format!("record still contended after {MAX_ATTEMPTS} attempts"))
+/// An event to append, its data already stored under `key`.
+#[derive(Clone, Copy)]
+struct NewEvent<'a> {
+    key: EventKey,
+    data: &'a str,
+    terminal: bool,
+    now: Millis,
+    /// Bytes the memory budgets lack for it: the stream's own oldest events make them up.
+    shortfall: u64,
 }
+
+/// What appending an event to its stream record came to.
+enum Appended {
+    Event {
+        seq: Seq,
+        id: String,
+        evicted: Vec<EventKey>,
+    },
+    /// The stream was kept past retention: aborted now, its buffer to free.
+    Expired(Vec<EventKey>),
+    Refused(GateError),
+}
+
 /// The stale-cursor gate over a state store.
 #[derive(Debug)]
 pub struct Gate<S: Store = MemoryStore> {
@@ -241,7 +260,7 @@ impl<S: Store> Gate<S> {
                 return Ok(done);
             }
         }
-        Err(contention())
+        Err(contention().into())
     }
 
     fn counted<T>(&mut self, r: Result<T, GateError>) -> Result<T, GateError> {
@@ -443,52 +462,87 @@ impl<S: Store> Gate<S> {
         terminal: bool,
         now: Millis,
     ) -> Result<Event, GateError> {
-        let (s, _) = self.session(session)?;
-        let loaded = self.stream(&s, no)?.ok_or(GateError::UnknownStream)?;
-        if terminal && loaded.0.origin == Origin::Standalone {
-            return Err(GateError::NotARequestStream);
-        }
+        validate_session_id(session)?;
+        let stamp = self.store.session_stamp(session)?.ok_or(GateError::UnknownSession)?;
         // Bytes the budgets lack for this event once nothing else can be freed: the stream's
         // own oldest events go, or if they are too few, the event is not buffered.
         let shortfall = self.room_for(event_cost(&data), now, session)?.shortfall;
-        // The event's data, once written: deleted again if the event is not published.
-        let mut key = None;
-        let mut loaded = Some(loaded);
-        let recorded = self.retry(|g| {
-            let (mut stream, version) = match loaded.take() {
-                Some(l) => l,
-                None => g.stream(&s, no)?.ok_or(GateError::UnknownStream)?,
-            };
-            if stream.expired(now, g.config.retention_ms) {
-                if g.end_stream(&s, no, StreamState::Aborted)? {
-                    g.counters.expired_streams += 1;
-                }
-                stream.state = StreamState::Aborted;
+        let Some(key) = self.store.put_event(session, no, &data)? else {
+            return Err(GateError::UnknownStream);
+        };
+        let event = NewEvent { key, data: &data, terminal, now, shortfall };
+        let recorded = self.append(session, stamp, no, &event);
+        if !matches!(recorded, Ok(Appended::Event { .. })) {
+            // Not published: its data goes again (a failing store may keep it; it is unlisted).
+            let _ = self.store.delete_events(session, no, &[key]);
+        }
+        match recorded? {
+            Appended::Event { seq, id, evicted } => {
+                self.store.delete_events(session, no, &evicted)?;
+                self.counters.evicted_events += evicted.len() as u64;
+                self.counters.events_emitted += 1;
+                Ok(Event { id, stream: no, seq, data, retry_ms: None, terminal })
+            }
+            Appended::Expired(freed) => {
+                self.store.delete_events(session, no, &freed)?;
+                self.counters.expired_streams += 1;
+                Err(GateError::StreamFinished)
+            }
+            Appended::Refused(e) => Err(e),
+        }
+    }
+
+    /// Appends an event whose data is stored to its stream record: one edit, in place on the
+    /// memory store.
+    fn append(
+        &mut self,
+        session: &str,
+        (epoch, tag): (u64, SessionTag),
+        no: StreamNo,
+        event: &NewEvent<'_>,
+    ) -> Result<Appended, GateError> {
+        let NewEvent { key, data, terminal, now, shortfall } = *event;
+        let (config, signing) = (&self.config, self.key.as_ref());
+        let mut attempts = 0;
+        let mut last_evicted = Vec::new();
+        let appended = self.store.edit_stream(session, no, &mut |stream| {
+            attempts += 1;
+            if stream.epoch != epoch {
+                return Edit::Keep(Appended::Refused(GateError::UnknownStream));
+            }
+            if terminal && stream.origin == Origin::Standalone {
+                return Edit::Keep(Appended::Refused(GateError::NotARequestStream));
+            }
+            // A store may answer `cas-failed` after it committed (Spin's Redis backend): the
+            // write was this one if the stream lists this event's key.
+            if attempts > 1
+                && let Some(seq) = stream.seq_of(key)
+            {
+                let id = EventId::mint(epoch, tag, no, seq, signing).format();
+                return Edit::Keep(Appended::Event { seq, id, evicted: std::mem::take(&mut last_evicted) });
+            }
+            if stream.expired(now, config.retention_ms) {
+                return Edit::Save(Appended::Expired(stream.finish(StreamState::Aborted)));
             }
             if !stream.state.takes_events() {
-                return Err(GateError::StreamFinished);
+                return Edit::Keep(Appended::Refused(GateError::StreamFinished));
             }
-            let k = match key {
-                Some(k) => k,
-                None => *key.insert(g.store.put_event(session, no, &data)?),
-            };
-
             let seq = stream.last_seq.saturating_add(1);
-            let id = EventId::mint(s.epoch, s.tag, no, seq, g.key.as_ref()).format();
+            let id = EventId::mint(epoch, tag, no, seq, signing).format();
             let cost = u32::try_from(id.len() + data.len()).unwrap_or(u32::MAX);
             stream.last_seq = seq;
-            stream.buffer.push_back(Buffered { key: k, cost });
+            stream.buffer.push_back(Buffered { key, cost });
             stream.buffered_bytes = stream.buffered_bytes.saturating_add(u64::from(cost));
             stream.last_active = now;
-            stream.lease_until = now.saturating_add(g.config.lease_ms);
+            stream.lease_until = now.saturating_add(config.lease_ms);
             if terminal {
                 stream.state = StreamState::TerminalSent;
                 stream.terminal_seq = Some(seq);
             }
             let mut evicted = Vec::new();
             let mut owed = shortfall;
-            while stream.buffer.len() > g.config.max_events_per_stream as usize
-                || stream.buffered_bytes > g.config.max_bytes_per_stream
+            while stream.buffer.len() > config.max_events_per_stream as usize
+                || stream.buffered_bytes > config.max_bytes_per_stream
                 || owed > 0
             {
                 let Some(old) = stream.buffer.pop_front() else { break };
@@ -499,28 +553,10 @@ impl<S: Store> Gate<S> {
                 let freed = u64::from(old.cost).saturating_sub(id.len() as u64) + EVENT_OVERHEAD;
                 owed = owed.saturating_sub(freed);
             }
-            let saved = g.store.save_stream(session, &stream, version)?;
-            let fresh = if saved { None } else { g.stream(&s, no)? };
-            // A store may answer `cas-failed` after it committed (Spin's Redis backend): the
-            // write was this one if the stream lists this event's key at its number.
-            if saved || fresh.as_ref().is_some_and(|(st, _)| st.seq_of(k) == Some(seq)) {
-                g.store.delete_events(session, no, &evicted)?;
-                g.counters.evicted_events += evicted.len() as u64;
-                g.counters.events_emitted += 1;
-                return Ok(Some((id, seq)));
-            }
-            loaded = Some(fresh.ok_or(GateError::UnknownStream)?);
-            Ok(None)
-        });
-        match recorded {
-            Ok((id, seq)) => Ok(Event { id, stream: no, seq, data, retry_ms: None, terminal }),
-            Err(e) => {
-                if let Some(k) = key {
-                    self.store.delete_events(session, no, &[k])?;
-                }
-                Err(e)
-            }
-        }
+            last_evicted.clone_from(&evicted);
+            Edit::Save(Appended::Event { seq, id, evicted })
+        })?;
+        Ok(appended.unwrap_or(Appended::Refused(GateError::UnknownStream)))
     }
 
     fn detach_inner(

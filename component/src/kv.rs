@@ -57,7 +57,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Millis;
 use crate::error::StoreError;
 use crate::session::SessionMeta;
-use crate::store::{Store, holds_no_work};
+use crate::store::{Edit, MAX_ATTEMPTS, Store, contention, holds_no_work};
 use crate::stream::{EventKey, RequestId, StreamMeta, StreamNo};
 
 /// The operations of `wasi:keyvalue/store` and `wasi:keyvalue/atomics` the gate needs.
@@ -427,6 +427,27 @@ impl<K: Kv> Store for KvStore<K> {
         self.swap(version, Some(meta))
     }
 
+    fn edit_stream<R>(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+        edit: &mut dyn FnMut(&mut StreamMeta) -> Edit<R>,
+    ) -> Result<Option<R>, StoreError> {
+        let key = stream_key(session, no);
+        for _ in 0..MAX_ATTEMPTS {
+            let Some((mut meta, loaded)) = self.load::<StreamMeta>(&key)? else { return Ok(None) };
+            match edit(&mut meta) {
+                Edit::Keep(r) => return Ok(Some(r)),
+                Edit::Save(r) => {
+                    if self.swap(loaded, Some(&meta))? {
+                        return Ok(Some(r));
+                    }
+                }
+            }
+        }
+        Err(contention())
+    }
+
     fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
         match self.bury::<StreamMeta>(&stream_key(session, meta.no))? {
             Some(current) => self.drop_stream(session, &current),
@@ -434,11 +455,11 @@ impl<K: Kv> Store for KvStore<K> {
         }
     }
 
-    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<EventKey, StoreError> {
+    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<Option<EventKey>, StoreError> {
         let key = self.next_event_key;
         self.next_event_key = self.next_event_key.wrapping_add(1);
         self.kv.set(&event_key(session, no, key), data.as_bytes())?;
-        Ok(key)
+        Ok(Some(key))
     }
 
     fn event_data(

@@ -9,8 +9,8 @@
 
 use crate::config::Millis;
 use crate::error::GateError;
-use crate::gate::{Gate, MAX_ATTEMPTS};
-use crate::store::Store;
+use crate::gate::Gate;
+use crate::store::{MAX_ATTEMPTS, Store};
 use crate::stream::StreamState;
 
 /// What `make_room` achieved: the bytes still missing, and a session it reclaimed.

@@ -12,10 +12,14 @@
 //!
 //! A store only holds what it is given; every bound is enforced by the gate.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+// Seeded per process like std's maps, and several times faster on short keys.
+use foldhash::{HashMap, HashSet, HashSetExt};
 
 use crate::config::Millis;
 use crate::error::StoreError;
+use crate::event_id::SessionTag;
 use crate::session::SessionMeta;
 use crate::stream::{EventKey, RequestId, StreamMeta, StreamNo, StreamState};
 
@@ -25,6 +29,10 @@ pub trait Store {
     type Version;
 
     fn session(&mut self, id: &str) -> Result<Option<(SessionMeta, Self::Version)>, StoreError>;
+    /// The session's epoch and tag (what minting its event ids needs), without the rest.
+    fn session_stamp(&mut self, id: &str) -> Result<Option<(u64, SessionTag)>, StoreError> {
+        Ok(self.session(id)?.map(|(s, _)| (s.epoch, s.tag)))
+    }
     /// Writes the record of a session that does not exist yet (a fresh, unguessable id).
     fn create_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError>;
     /// Saves the record if it is still at `version`; `false` when another writer won.
@@ -73,11 +81,22 @@ pub trait Store {
         meta: &StreamMeta,
         version: Self::Version,
     ) -> Result<bool, StoreError>;
+    /// Changes the stream record with `edit`: in place where the store has one owner, else by
+    /// load, change and compare-and-swap, running `edit` again from a fresh load after a lost
+    /// race. `edit` changes the record only when it answers `Edit::Save`. `None`: no such
+    /// stream.
+    fn edit_stream<R>(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+        edit: &mut dyn FnMut(&mut StreamMeta) -> Edit<R>,
+    ) -> Result<Option<R>, StoreError>;
     /// Removes the stream record, the data of the events it lists and its request claim.
     fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError>;
 
-    /// Stores an event's data under a key no other event of the stream has or will have.
-    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<EventKey, StoreError>;
+    /// Stores an event's data under a key no other event of the stream has or will have;
+    /// `None` when the store knows there is no such stream.
+    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<Option<EventKey>, StoreError>;
     /// The data under each key, in order; `None` if any of them is missing.
     fn event_data(
         &mut self,
@@ -86,6 +105,21 @@ pub trait Store {
         keys: &[EventKey],
     ) -> Result<Option<Vec<String>>, StoreError>;
     fn delete_events(&mut self, session: &str, no: StreamNo, keys: &[EventKey]) -> Result<(), StoreError>;
+}
+
+/// What an edit of a stream record decided.
+pub enum Edit<R> {
+    /// The record was changed: save it.
+    Save(R),
+    /// The record was left as it was.
+    Keep(R),
+}
+
+/// A lost compare-and-swap race is retried from a fresh load this many times.
+pub(crate) const MAX_ATTEMPTS: usize = 64;
+
+pub(crate) fn contention() -> StoreError {
+    StoreError(format!("record still contended after {MAX_ATTEMPTS} attempts"))
 }
 
 /// Whether a session with these streams may be reclaimed at `now`: no stream has a live
@@ -167,8 +201,55 @@ struct SessionEntry {
 #[derive(Debug)]
 struct StreamEntry {
     meta: StreamMeta,
-    next_key: EventKey,
-    data: HashMap<EventKey, String>,
+    data: EventData,
+}
+
+/// A stream's event data by key. Keys are handed out in order and freed mostly oldest first,
+/// so a deque indexed from its first key does without hashing.
+#[derive(Debug, Default)]
+struct EventData {
+    /// The key of `slots[0]`.
+    first: EventKey,
+    slots: VecDeque<Option<String>>,
+    len: usize,
+}
+
+impl EventData {
+    fn insert(&mut self, data: String) -> EventKey {
+        self.slots.push_back(Some(data));
+        self.len += 1;
+        self.first + (self.slots.len() - 1) as EventKey
+    }
+
+    fn index(&self, key: EventKey) -> Option<usize> {
+        usize::try_from(key.checked_sub(self.first)?).ok().filter(|i| *i < self.slots.len())
+    }
+
+    fn get(&self, key: EventKey) -> Option<&String> {
+        self.slots.get(self.index(key)?)?.as_ref()
+    }
+
+    fn remove(&mut self, key: EventKey) -> Option<String> {
+        let data = self.slots.get_mut(self.index(key)?)?.take()?;
+        self.len -= 1;
+        while self.slots.front().is_some_and(Option::is_none) {
+            self.slots.pop_front();
+            self.first += 1;
+        }
+        if self.len == 0 {
+            self.first += self.slots.len() as EventKey;
+            self.slots = VecDeque::new();
+        }
+        Some(data)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &String> {
+        self.slots.iter().flatten()
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
 }
 
 /// An ordered index of sessions by latest activity.
@@ -335,6 +416,10 @@ impl Store for MemoryStore {
         Ok(self.sessions.get(id).map(|s| (s.meta.clone(), ())))
     }
 
+    fn session_stamp(&mut self, id: &str) -> Result<Option<(u64, SessionTag)>, StoreError> {
+        Ok(self.sessions.get(id).map(|s| (s.meta.epoch, s.meta.tag)))
+    }
+
     fn create_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
         let bytes = session_cost(&meta.id);
         let entry = SessionEntry {
@@ -451,7 +536,7 @@ impl Store for MemoryStore {
             entry.touched = entry.touched.max(meta.last_active);
             entry.charge(total, stream_record_bytes(meta), 0);
             answered.extend(answered_key(session, meta));
-            let stream = StreamEntry { meta: meta.clone(), next_key: 0, data: HashMap::new() };
+            let stream = StreamEntry { meta: meta.clone(), data: EventData::default() };
             if let Some(old) = entry.streams.insert(meta.no, stream) {
                 entry.count(old.meta.state, -1);
             }
@@ -476,6 +561,41 @@ impl Store for MemoryStore {
         })?
     }
 
+    /// In place: no copy of the record, one lookup; the indexes and the byte count follow the
+    /// change as `save_stream` would.
+    fn edit_stream<R>(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+        edit: &mut dyn FnMut(&mut StreamMeta) -> Edit<R>,
+    ) -> Result<Option<R>, StoreError> {
+        let Some(entry) = self.sessions.get_mut(session) else { return Ok(None) };
+        let Some(stream) = entry.streams.get_mut(&no) else { return Ok(None) };
+        let meta = &mut stream.meta;
+        let (state, bytes) = (meta.state, stream_record_bytes(meta));
+        let answered = is_answered(meta).then_some(meta.last_active);
+        let r = match edit(meta) {
+            Edit::Keep(r) => return Ok(Some(r)),
+            Edit::Save(r) => r,
+        };
+        if let Some(t) = answered {
+            self.answered.remove(&(t, session.to_owned(), no));
+        }
+        self.answered.extend(answered_key(session, meta));
+        let (now_state, now_bytes, active) = (meta.state, stream_record_bytes(meta), meta.last_active);
+        let before = entry.slot();
+        entry.count(state, -1);
+        entry.count(now_state, 1);
+        entry.touched = entry.touched.max(active);
+        entry.charge(&mut self.bytes, now_bytes, bytes);
+        let after = entry.slot();
+        if before != after {
+            Self::unindex(&mut self.idle, &mut self.pending, session, before);
+            Self::index(&mut self.idle, &mut self.pending, session, after);
+        }
+        Ok(Some(r))
+    }
+
     fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
         if !self.sessions.contains_key(session) {
             return Ok(());
@@ -497,15 +617,12 @@ impl Store for MemoryStore {
         })
     }
 
-    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<EventKey, StoreError> {
-        self.update(session, |entry, total, _| {
-            let stream = entry.streams.get_mut(&no).ok_or_else(|| StoreError(format!("no stream {no}")))?;
-            let key = stream.next_key;
-            stream.next_key = stream.next_key.wrapping_add(1);
-            stream.data.insert(key, data.to_owned());
-            entry.charge(total, EVENT_RECORD_BYTES + data.len() as u64, 0);
-            Ok(key)
-        })?
+    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<Option<EventKey>, StoreError> {
+        let Some(entry) = self.sessions.get_mut(session) else { return Ok(None) };
+        let Some(stream) = entry.streams.get_mut(&no) else { return Ok(None) };
+        let key = stream.data.insert(data.to_owned());
+        entry.charge(&mut self.bytes, EVENT_RECORD_BYTES + data.len() as u64, 0);
+        Ok(Some(key))
     }
 
     fn event_data(
@@ -519,25 +636,22 @@ impl Store for MemoryStore {
             .get(session)
             .and_then(|s| s.streams.get(&no))
             .ok_or_else(|| StoreError(format!("no stream {no}")))?;
-        Ok(keys.iter().map(|k| stream.data.get(k).cloned()).collect())
+        Ok(keys.iter().map(|k| stream.data.get(*k).cloned()).collect())
     }
 
     fn delete_events(&mut self, session: &str, no: StreamNo, keys: &[EventKey]) -> Result<(), StoreError> {
-        if !self.sessions.contains_key(session) {
+        if keys.is_empty() {
             return Ok(());
         }
-        self.update(session, |entry, total, _| {
-            let Some(stream) = entry.streams.get_mut(&no) else { return };
-            let mut freed = 0;
-            for k in keys {
-                if let Some(d) = stream.data.remove(k) {
-                    freed += EVENT_RECORD_BYTES + d.len() as u64;
-                }
+        let Some(entry) = self.sessions.get_mut(session) else { return Ok(()) };
+        let Some(stream) = entry.streams.get_mut(&no) else { return Ok(()) };
+        let mut freed = 0;
+        for k in keys {
+            if let Some(d) = stream.data.remove(*k) {
+                freed += EVENT_RECORD_BYTES + d.len() as u64;
             }
-            if stream.data.is_empty() {
-                stream.data.shrink_to_fit();
-            }
-            entry.charge(total, 0, freed);
-        })
+        }
+        entry.charge(&mut self.bytes, 0, freed);
+        Ok(())
     }
 }
