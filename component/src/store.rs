@@ -5,6 +5,9 @@
 //! in between* (`Version`), so the same gate logic is correct whether one instance owns the
 //! state (the memory store: a save always succeeds) or many instances share it (the key-value
 //! store: the save is a compare-and-swap, and the gate retries a lost race from a fresh load).
+//! The hot path, appending an event, is an `edit_stream` instead: the gate's change runs on
+//! the record in place in the memory store (no copy), and as load-change-swap in the
+//! key-value store.
 //!
 //! Event data is written under its own key *before* the stream record that lists it is saved,
 //! so a record never names data that is not there; data is deleted only after the save that

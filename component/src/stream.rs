@@ -104,9 +104,10 @@ pub struct Buffered {
 /// save (a compare-and-swap in a key-value store): an event is published by the save that
 /// puts it in `buffer`, after its data was written under its own key.
 ///
-/// Every operation loads a copy of the record and saves it back, so `buffer` is a persistent
-/// vector: a copy shares its chunks with the original, and an emit or a resume costs the same
-/// whether the stream buffers ten events or a million.
+/// Operations other than an emit load a copy of the record and save it back, so `buffer` is a
+/// persistent vector: a copy shares its chunks with the original, and a resume costs the same
+/// whether the stream buffers ten events or a million. (An emit edits the memory store's
+/// record in place; the key-value store still moves the whole index: see issue 15.)
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamMeta {
     pub no: StreamNo,
