@@ -1,12 +1,11 @@
 //! The gate-kv component alone in wasmtime: each [`GateKvInstance`] is one instance with its own
 //! `Store`, all of them sharing one key-value map — many "requests" at once.
 
-use resume_gate::kv::MemoryKv;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::keyvalue::{self, KvView};
+use crate::keyvalue::{self, KvView, SharedKv};
 
 wasmtime::component::bindgen!({
     world: "mcp:resume-gate/gate-kv",
@@ -28,7 +27,7 @@ pub mod convert {
 pub struct GateKvState {
     wasi: WasiCtx,
     table: ResourceTable,
-    kv: MemoryKv,
+    kv: SharedKv,
 }
 
 impl WasiView for GateKvState {
@@ -57,13 +56,17 @@ pub struct GateKvInstance {
 }
 
 impl GateKvInstance {
-    pub fn new(pre: &GateKvPre<GateKvState>, kv: MemoryKv) -> anyhow::Result<Self> {
+    pub fn new(pre: &GateKvPre<GateKvState>, kv: impl Into<SharedKv>) -> anyhow::Result<Self> {
         Self::with_wasi(pre, kv, WasiCtx::builder().build())
     }
 
     /// One instance whose WASI context (its clock, say) the caller built.
-    pub fn with_wasi(pre: &GateKvPre<GateKvState>, kv: MemoryKv, wasi: WasiCtx) -> anyhow::Result<Self> {
-        let state = GateKvState { wasi, table: ResourceTable::new(), kv };
+    pub fn with_wasi(
+        pre: &GateKvPre<GateKvState>,
+        kv: impl Into<SharedKv>,
+        wasi: WasiCtx,
+    ) -> anyhow::Result<Self> {
+        let state = GateKvState { wasi, table: ResourceTable::new(), kv: kv.into() };
         let mut store = Store::new(pre.engine(), state);
         let gate = pre.instantiate(&mut store)?;
         Ok(Self { store, gate })

@@ -1,12 +1,13 @@
 //! A host implementation of `wasi:keyvalue@0.2.0-draft2` (`store` and `atomics`) over one
-//! shared in-memory map, so that every instance — one per request — sees the same data.
+//! shared store, so that every instance — one per request — sees the same data: a map in this
+//! process ([`MemoryKv`], answering like one of Spin's backends), or Redis ([`RedisKv`]), which
+//! many host processes share.
 //!
-//! Semantics follow Spin's, which the gate is written against: one bucket per label (here
-//! only `default`), `increment` on an 8-byte little-endian counter, and a compare-and-swap
-//! whose key was absent when it was created succeeds unconditionally. Every call that reaches
-//! the map counts one round trip (`MemoryKv::calls`).
+//! One bucket label (`default`), as in a Spin app with `key_value_stores = ["default"]`.
 
-use resume_gate::kv::{Kv, MemoryKv, Watched};
+use resume_gate::StoreError;
+use resume_gate::kv::{Kv, MemoryKv};
+use resume_gate_redis::RedisKv;
 use wasmtime::component::{HasData, Linker, Resource, ResourceTable};
 
 pub mod bindings {
@@ -32,12 +33,104 @@ pub struct Bucket;
 pub struct Cas {
     key: String,
     current: Option<Vec<u8>>,
-    watched: Watched,
+    watched: SharedWatch,
+}
+
+/// The store every instance of a host shares.
+#[derive(Clone)]
+pub enum SharedKv {
+    /// A map in this process (the default: no services to run).
+    Memory(MemoryKv),
+    /// A Redis or Valkey server, shared with other processes.
+    Redis(RedisKv),
+}
+
+/// What `SharedKv::watch` read.
+pub enum SharedWatch {
+    Memory(resume_gate::kv::Watched),
+    Redis(resume_gate_redis::Watched),
+}
+
+impl From<MemoryKv> for SharedKv {
+    fn from(kv: MemoryKv) -> Self {
+        Self::Memory(kv)
+    }
+}
+
+impl From<RedisKv> for SharedKv {
+    fn from(kv: RedisKv) -> Self {
+        Self::Redis(kv)
+    }
+}
+
+impl SharedKv {
+    /// The in-process map, when that is the store (tests look into it).
+    pub fn memory(&self) -> Option<&MemoryKv> {
+        match self {
+            Self::Memory(kv) => Some(kv),
+            Self::Redis(_) => None,
+        }
+    }
+
+    /// Every key (a listing: for tests and tools; the gate never lists).
+    pub fn keys(&self) -> Result<Vec<String>, StoreError> {
+        match self {
+            Self::Memory(kv) => Ok(kv.keys()),
+            Self::Redis(kv) => kv.keys(),
+        }
+    }
+}
+
+impl Kv for SharedKv {
+    type Handle = SharedWatch;
+
+    fn get(&mut self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        match self {
+            Self::Memory(kv) => kv.get(key),
+            Self::Redis(kv) => kv.get(key),
+        }
+    }
+
+    fn set(&mut self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        match self {
+            Self::Memory(kv) => kv.set(key, value),
+            Self::Redis(kv) => kv.set(key, value),
+        }
+    }
+
+    fn delete(&mut self, key: &str) -> Result<(), StoreError> {
+        match self {
+            Self::Memory(kv) => kv.delete(key),
+            Self::Redis(kv) => kv.delete(key),
+        }
+    }
+
+    fn increment(&mut self, key: &str, delta: i64) -> Result<i64, StoreError> {
+        match self {
+            Self::Memory(kv) => kv.increment(key, delta),
+            Self::Redis(kv) => kv.increment(key, delta),
+        }
+    }
+
+    fn watch(&mut self, key: &str) -> Result<(Option<Vec<u8>>, SharedWatch), StoreError> {
+        match self {
+            Self::Memory(kv) => kv.watch(key).map(|(v, w)| (v, SharedWatch::Memory(w))),
+            Self::Redis(kv) => kv.watch(key).map(|(v, w)| (v, SharedWatch::Redis(w))),
+        }
+    }
+
+    fn swap(&mut self, watched: SharedWatch, value: &[u8]) -> Result<bool, StoreError> {
+        match (self, watched) {
+            (Self::Memory(kv), SharedWatch::Memory(w)) => kv.swap(w, value),
+            (Self::Redis(kv), SharedWatch::Redis(w)) => kv.swap(w, value),
+            _ => Err(StoreError("a compare-and-swap of another store".into())),
+        }
+    }
 }
 
 /// What the key-value host functions see of a store's data.
 pub struct KvView<'a> {
-    pub kv: &'a mut MemoryKv,
+    pub kv: &'a mut SharedKv,
     pub table: &'a mut ResourceTable,
 }
 
@@ -91,7 +184,7 @@ impl store::HostBucket for KvView<'_> {
         _: Resource<Bucket>,
         _cursor: Option<String>,
     ) -> Result<store::KeyResponse, store::Error> {
-        let keys = self.kv.keys();
+        let keys = self.kv.keys().map_err(|e| other(e.0))?;
         Ok(store::KeyResponse { keys, cursor: None })
     }
 

@@ -6,10 +6,12 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use edge_host::keyvalue::SharedKv;
 use edge_host::serve::{EdgeHost, Tcp};
 use edge_host::variables::{self, Variables};
 use mcp_transport::hosts::{AllowedHosts, LOCALHOST};
 use resume_gate::kv::{MemoryKv, Semantics};
+use resume_gate_redis::RedisKv;
 
 #[derive(Parser)]
 #[command(version, about)]
@@ -48,6 +50,11 @@ struct Cli {
     /// are ASCII decimal), to run the app against either.
     #[arg(long, value_enum, default_value_t = KvSemantics::Sqlite)]
     kv_semantics: KvSemantics,
+    /// Where the app's state lives: `memory` (a map in this process, the default) or
+    /// `redis://HOST:PORT[/DB]` (a Redis or Valkey server that any number of edge-host
+    /// processes share: sessions, streams, events and the `append` journal).
+    #[arg(long, env = "RESUME_GATE_STORE", default_value = "memory")]
+    store: String,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -113,7 +120,13 @@ fn main() -> Result<()> {
             values.extend(cli.max_sessions.map(|n| (variables::MAX_SESSIONS.to_owned(), n.to_string())));
             values.extend(cli.lease_ms.map(|ms| (variables::LEASE_MS.to_owned(), ms.to_string())));
             let variables = Variables::new(values);
-            let kv = MemoryKv::with_semantics(cli.kv_semantics.into());
+            let kv: SharedKv = match cli.store.as_str() {
+                "memory" => MemoryKv::with_semantics(cli.kv_semantics.into()).into(),
+                url if url.starts_with("redis://") => {
+                    RedisKv::connect(url).map_err(|e| anyhow::anyhow!("--store: {}", e.0))?.into()
+                }
+                other => anyhow::bail!("--store: `memory` or `redis://HOST:PORT`, not `{other}`"),
+            };
             let host = EdgeHost::built(kv, variables)?;
             let addr = std::net::SocketAddr::new(cli.bind, cli.port);
             let tcp = if cli.nagle { Tcp::Nagle } else { Tcp::NoDelay };

@@ -10,7 +10,6 @@ use anyhow::Context as _;
 use http_body_util::{BodyExt, Empty};
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
-use resume_gate::kv::MemoryKv;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -20,7 +19,7 @@ use wasmtime_wasi_http::p2::bindings::http::types::Scheme;
 use wasmtime_wasi_http::p2::body::HyperOutgoingBody;
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
-use crate::keyvalue::{self, KvView};
+use crate::keyvalue::{self, KvView, SharedKv};
 use crate::variables::Variables;
 
 /// One request's store data.
@@ -28,7 +27,7 @@ pub struct RequestState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
     table: ResourceTable,
-    kv: MemoryKv,
+    kv: SharedKv,
     variables: Variables,
 }
 
@@ -55,7 +54,7 @@ fn kv_view(s: &mut RequestState) -> KvView<'_> {
 /// The composed app, pre-linked, and the store and variables its instances share.
 pub struct EdgeHost {
     pre: ProxyPre<RequestState>,
-    kv: MemoryKv,
+    kv: SharedKv,
     variables: Variables,
     /// The instances handling requests right now (one task each).
     running: std::sync::Mutex<Vec<tokio::task::AbortHandle>>,
@@ -63,7 +62,7 @@ pub struct EdgeHost {
 
 impl EdgeHost {
     /// Prepares `component` (a composed front + gate) to serve over `kv`, with `variables`.
-    pub fn new(component: &[u8], kv: MemoryKv, variables: Variables) -> anyhow::Result<Arc<Self>> {
+    pub fn new(component: &[u8], kv: impl Into<SharedKv>, variables: Variables) -> anyhow::Result<Arc<Self>> {
         let engine = Engine::new(&Config::new())?;
         let component = Component::new(&engine, component)
             .map_err(anyhow::Error::from)
@@ -74,9 +73,10 @@ impl EdgeHost {
     /// Like [`EdgeHost::new`] for an app already compiled (tests compile it once per process).
     pub fn from_compiled(
         component: &Component,
-        kv: MemoryKv,
+        kv: impl Into<SharedKv>,
         variables: Variables,
     ) -> anyhow::Result<Arc<Self>> {
+        let kv = kv.into();
         let engine = component.engine();
         let mut linker = Linker::new(engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
@@ -88,12 +88,12 @@ impl EdgeHost {
     }
 
     /// The front and gate this crate was built with, composed, over `kv`.
-    pub fn built(kv: MemoryKv, variables: Variables) -> anyhow::Result<Arc<Self>> {
+    pub fn built(kv: impl Into<SharedKv>, variables: Variables) -> anyhow::Result<Arc<Self>> {
         Self::new(&crate::compose::compose_built()?, kv, variables)
     }
 
     /// The key-value store all instances share.
-    pub fn kv(&self) -> &MemoryKv {
+    pub fn kv(&self) -> &SharedKv {
         &self.kv
     }
 

@@ -12,11 +12,13 @@
 //! - [`keep_alive`]: MCP sessions on kept-alive HTTP/1.1 connections, as real clients connect,
 //!   and the load generator of the end-to-end benchmark.
 //! - [`python`]: the virtualenv with the official Python SDK, from the committed lock.
+//! - [`redis`]: a real Redis-protocol server (valkey-server from PyPI when none is installed).
 
 pub mod drivers;
 pub mod http;
 pub mod keep_alive;
 pub mod python;
+pub mod redis;
 
 pub use resume_gate_model::{held, model, ops};
 

