@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
+use edge_host::keyvalue::SharedKv;
 use edge_host::serve::EdgeHost;
 use edge_host::variables::{ALLOWED_HOSTS, LEASE_MS, MAX_SESSIONS, Variables};
 use host_example::GateHost;
@@ -80,6 +81,8 @@ pub struct Setup {
     pub kv_semantics: Semantics,
     /// The edge app's `lease_ms` variable.
     pub lease_ms: Option<u64>,
+    /// The edge app's state on the tests' Redis server instead of in process (`--store`).
+    pub redis: bool,
 }
 
 impl Setup {
@@ -136,18 +139,48 @@ impl TestServer {
         Self::edge_with(Setup { kv_semantics: Semantics::Redis, ..Setup::default() })
     }
 
+    /// The Spin app over the tests' Redis server (`edge-host --store redis://…`).
+    pub fn edge_over_redis() -> Self {
+        Self::edge_with(Setup { redis: true, ..Setup::default() })
+    }
+
+    /// Two Spin app hosts that share nothing but the tests' Redis server (each with its own
+    /// connection and runtime, as two processes), behind a proxy that hands each new
+    /// connection to the other host: every request of the raw client lands on the other one.
+    pub fn two_edges_over_redis() -> Self {
+        let prefix = crate::redis::fresh_prefix();
+        let setup = Setup::default();
+        let hosts: Vec<_> =
+            (0..2).map(|_| edge_host_over(&setup, crate::redis::shared().kv(&prefix).into())).collect();
+        let (runtime, listener) = runtime_and_listener();
+        let mut backends = Vec::new();
+        for host in &hosts {
+            let backend = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+            backends.push(backend.local_addr().unwrap());
+            runtime.spawn(host.clone().serve_on(backend, edge_host::serve::Tcp::NoDelay));
+        }
+        let addr = listener.local_addr().unwrap();
+        runtime.spawn(round_robin(listener, backends));
+        Self {
+            addr,
+            journal: PathBuf::new(),
+            _dir: None,
+            runtime: Some(runtime),
+            app: None,
+            edge: Some(hosts[0].clone()),
+        }
+    }
+
     /// The Spin app set up as `setup` says: `--nagle` (the front's own write coalescing is all
     /// that keeps a kept-alive call from waiting), `--allowed-host` (its `allowed_hosts`
-    /// variable).
+    /// variable), `--store`.
     pub fn edge_with(setup: Setup) -> Self {
-        let hosts =
-            if setup.allowed_hosts.is_empty() { LOCALHOST.to_vec() } else { setup.allowed_hosts.clone() };
-        let mut values = vec![(ALLOWED_HOSTS.to_owned(), hosts.join(","))];
-        values.extend(setup.max_sessions.map(|n| (MAX_SESSIONS.to_owned(), n.to_string())));
-        values.extend(setup.lease_ms.map(|ms| (LEASE_MS.to_owned(), ms.to_string())));
-        let variables = Variables::new(values);
-        let kv = MemoryKv::with_semantics(setup.kv_semantics);
-        let host = EdgeHost::from_compiled(&compiled_edge_app(), kv, variables).expect("link the app");
+        let kv: SharedKv = if setup.redis {
+            crate::redis::fresh_kv().into()
+        } else {
+            MemoryKv::with_semantics(setup.kv_semantics).into()
+        };
+        let host = edge_host_over(&setup, kv);
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
         let tcp = match setup.tcp {
@@ -190,6 +223,30 @@ impl TestServer {
         let result = frames.iter().map(Frame::json).find(|v| v.get("result").is_some());
         let lines = result.expect("the journal tool answers")["result"]["structuredContent"]["lines"].clone();
         serde_json::from_value(lines).expect("the journal is a list of lines")
+    }
+}
+
+/// The Spin app with `setup`'s variables over `kv`.
+fn edge_host_over(setup: &Setup, kv: SharedKv) -> std::sync::Arc<EdgeHost> {
+    let hosts = if setup.allowed_hosts.is_empty() { LOCALHOST.to_vec() } else { setup.allowed_hosts.clone() };
+    let mut values = vec![(ALLOWED_HOSTS.to_owned(), hosts.join(","))];
+    values.extend(setup.max_sessions.map(|n| (MAX_SESSIONS.to_owned(), n.to_string())));
+    values.extend(setup.lease_ms.map(|ms| (LEASE_MS.to_owned(), ms.to_string())));
+    EdgeHost::from_compiled(&compiled_edge_app(), kv, Variables::new(values)).expect("link the app")
+}
+
+/// Hands each accepted connection to the next of `backends` in turn, bytes both ways.
+async fn round_robin(listener: tokio::net::TcpListener, backends: Vec<SocketAddr>) {
+    for turn in 0.. {
+        let Ok((mut client, _)) = listener.accept().await else { return };
+        let backend = backends[turn % backends.len()];
+        tokio::spawn(async move {
+            if let Ok(mut server) = tokio::net::TcpStream::connect(backend).await {
+                let _ = client.set_nodelay(true);
+                let _ = server.set_nodelay(true);
+                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
+            }
+        });
     }
 }
 

@@ -34,8 +34,9 @@ pub fn write_bench_result(name: &str, result: &serde_json::Value) -> anyhow::Res
 }
 
 /// Runs each named scenario, a `fn(fn() -> TestServer)`, against host-example, the Spin app,
-/// and the Spin app over a store that answers like Spin's Redis backend:
-/// `mod <scenario> { fn host_example(); fn edge(); fn edge_over_redis_semantics(); }`.
+/// the Spin app over a store that answers like Spin's Redis backend, the Spin app over a real
+/// Redis server, and two Spin app hosts sharing that server with every connection alternating
+/// between them.
 #[macro_export]
 macro_rules! on_every_server {
     ($($scenario:ident),* $(,)?) => {$(
@@ -51,6 +52,14 @@ macro_rules! on_every_server {
             #[test]
             fn edge_over_redis_semantics() {
                 super::$scenario($crate::http::TestServer::edge_over_redis_semantics)
+            }
+            #[test]
+            fn edge_over_redis() {
+                super::$scenario($crate::http::TestServer::edge_over_redis)
+            }
+            #[test]
+            fn two_edges_over_redis() {
+                super::$scenario($crate::http::TestServer::two_edges_over_redis)
             }
         }
     )*};

@@ -94,9 +94,14 @@ pub fn shared() -> &'static RedisServer {
 
 /// A client of the shared server under a prefix no other caller in this process gets.
 pub fn fresh_kv() -> RedisKv {
+    shared().kv(&fresh_prefix())
+}
+
+/// A key prefix no other caller in this process gets.
+pub fn fresh_prefix() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    shared().kv(&format!("t{}-{n}:", std::process::id()))
+    format!("t{}-{n}:", std::process::id())
 }
 
 fn binary() -> PathBuf {
