@@ -384,12 +384,21 @@ pub const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream
 
 impl Client {
     pub fn initialize(addr: SocketAddr) -> Self {
-        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
-        let resp = request(addr, "POST", &[JSON, ACCEPT], body.to_string().as_bytes());
+        let resp = Self::send_initialize(addr);
         assert_eq!(resp.status, 200);
         let session = resp.header("mcp-session-id").expect("a session id").to_owned();
         Self { addr, session, version: "2025-11-25" }
+    }
+
+    /// The status an `initialize` gets, for tests that expect a refusal.
+    pub fn try_initialize(addr: SocketAddr) -> u16 {
+        Self::send_initialize(addr).status
+    }
+
+    fn send_initialize(addr: SocketAddr) -> Response {
+        let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+        request(addr, "POST", &[JSON, ACCEPT], body.to_string().as_bytes())
     }
 
     fn headers<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
