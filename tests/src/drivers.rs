@@ -13,7 +13,6 @@ use std::time::Duration;
 use anyhow::Result;
 use edge_host::gate_kv::{self, GateKvInstance, GateKvPre, GateKvState};
 use host_example::GateHost;
-use resume_gate::kv::MemoryKv;
 use resume_gate::{Config, Decision, Event, GateError, Opened, Origin, SessionInfo};
 use wasmtime::Engine;
 use wasmtime::component::Component;
@@ -91,7 +90,7 @@ pub struct WasmKv {
 }
 
 impl WasmKv {
-    pub fn new(kv: MemoryKv) -> Result<Self> {
+    pub fn new(kv: impl Into<edge_host::keyvalue::SharedKv>) -> Result<Self> {
         static PREPARED: std::sync::OnceLock<GateKvPre<GateKvState>> = std::sync::OnceLock::new();
         let pre = PREPARED.get_or_init(|| gate_kv::prepare(&engine()).expect("link gate-kv"));
         let clock = TestClock::default();

@@ -144,6 +144,22 @@ impl TestServer {
         Self::edge_with(Setup { redis: true, ..Setup::default() })
     }
 
+    /// The Spin app over `kv` (a Redis server of the caller's).
+    pub fn edge_over(kv: resume_gate_redis::RedisKv) -> Self {
+        let host = edge_host_over(&Setup::default(), kv.into());
+        let (runtime, listener) = runtime_and_listener();
+        let addr = listener.local_addr().unwrap();
+        runtime.spawn(host.clone().serve_on(listener, edge_host::serve::Tcp::NoDelay));
+        Self {
+            addr,
+            journal: PathBuf::new(),
+            _dir: None,
+            runtime: Some(runtime),
+            app: None,
+            edge: Some(host),
+        }
+    }
+
     /// Two Spin app hosts that share nothing but the tests' Redis server (each with its own
     /// connection and runtime, as two processes), behind a proxy that hands each new
     /// connection to the other host: every request of the raw client lands on the other one.

@@ -27,11 +27,16 @@ pub use resume_gate_model::{held, model, ops};
 /// Writes a bench binary's result as `name` into `$BENCH_OUT_DIR` (default `target/bench`),
 /// where `benches/run` hands it to the report.
 pub fn write_bench_result(name: &str, result: &serde_json::Value) -> anyhow::Result<()> {
+    write_bench_result_text(name, &result.to_string())
+}
+
+/// Writes a bench binary's text result (a markdown section) like [`write_bench_result`].
+pub fn write_bench_result_text(name: &str, text: &str) -> anyhow::Result<()> {
     let dir = std::env::var_os("BENCH_OUT_DIR")
         .map(std::path::PathBuf::from)
         .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench"));
     std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(name), result.to_string())?;
+    std::fs::write(dir.join(name), text)?;
     Ok(())
 }
 

@@ -20,14 +20,24 @@ pub struct RedisServer {
     child: Option<Child>,
     port: u16,
     dir: tempfile::TempDir,
+    persistent: bool,
 }
 
 impl RedisServer {
-    /// Starts a server on a free port and waits until it answers.
+    /// Starts a server on a free port, every write fsynced, and waits until it answers.
     pub fn start() -> Self {
+        Self::start_with(true)
+    }
+
+    /// A server that keeps its data in memory only (no fsync per write): for benchmarks.
+    pub fn start_in_memory() -> Self {
+        Self::start_with(false)
+    }
+
+    fn start_with(persistent: bool) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
         let dir = tempfile::tempdir().expect("a data directory");
-        let mut server = Self { child: None, port, dir };
+        let mut server = Self { child: None, port, dir, persistent };
         server.spawn();
         server
     }
@@ -61,7 +71,12 @@ impl RedisServer {
             .args(["-c", r#""$0" "$@" & server=$!; cat >/dev/null; kill -9 $server; wait $server"#])
             .arg(binary())
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-            .args(["--appendonly", "yes", "--appendfsync", "always", "--protected-mode", "no"])
+            .args(if self.persistent {
+                ["--appendonly", "yes", "--appendfsync", "always"]
+            } else {
+                ["--appendonly", "no", "--appendfsync", "no"]
+            })
+            .args(["--protected-mode", "no"])
             .arg("--dir")
             .arg(self.dir.path())
             .arg("--logfile")

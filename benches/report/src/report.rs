@@ -22,6 +22,8 @@ pub struct Inputs<'a> {
     pub analysis: &'a str,
     pub memory: Option<Memory>,
     pub e2e: Option<EndToEnd>,
+    /// Section 7 as the Redis bench wrote it (its own tables), empty when not run.
+    pub redis: &'a str,
 }
 
 const LIMIT: &str = "native";
@@ -88,6 +90,12 @@ pub fn markdown(i: &Inputs) -> String {
             let _ = writeln!(out, "### 6. Memory under an event flood\n\nNot measured in this run.\n");
         }
         Some(m) => out.push_str(&memory_section(m)),
+    }
+    if i.redis.is_empty() {
+        let _ = writeln!(out, "### 7. On Redis\n\nNot measured in this run.\n");
+    } else {
+        out.push_str(i.redis.trim_end());
+        out.push_str("\n\n");
     }
 
     let _ = writeln!(out, "## Analysis\n");
@@ -480,6 +488,7 @@ mod tests {
             analysis: "",
             memory: None,
             e2e: None,
+            redis: "",
         }
     }
 
