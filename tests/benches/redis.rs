@@ -124,6 +124,37 @@ fn hosts_at_once(
     Ok(all)
 }
 
+/// Keys and bytes (key plus value, as stored) by kind of record, for the capacity notes.
+fn key_classes(kv: &RedisKv, keys: &[String]) -> Result<String> {
+    use resume_gate::kv::Kv;
+    let kinds = [
+        ("rg/s/", "session record"),
+        ("rg/n/", "session's stream counter"),
+        ("rg/p/", "session's admission-queue slot"),
+        ("rg/q/", "admission queue entry (and its two ends)"),
+        ("rg/t/", "stream record"),
+        ("rg/r/", "request-id claim"),
+        ("rg/e/", "event data"),
+        ("rg/sessions", "session count"),
+        ("journal/", "the `append` tool's journal (the app's, not the gate's)"),
+    ];
+    let mut kv = kv.clone();
+    let mut out = String::from(
+        "\nWhat Redis holds with 10 sessions open, each after one `append` and one `countdown {n: 3}`:\n",
+    );
+    out.push_str("\n| key | what | keys | bytes (key + value), mean |\n| --- | --- | ---: | ---: |\n");
+    for (prefix, what) in kinds {
+        let mine: Vec<&String> = keys.iter().filter(|k| k.starts_with(prefix)).collect();
+        let mut bytes = 0;
+        for key in &mine {
+            bytes += key.len() + kv.get(key).map_err(|e| anyhow::anyhow!(e.0))?.map_or(0, |v| v.len());
+        }
+        let mean = if mine.is_empty() { 0 } else { bytes / mine.len() };
+        out.push_str(&format!("| `{prefix}…` | {what} | {} | {mean} |\n", mine.len()));
+    }
+    Ok(out)
+}
+
 fn fmt(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;
     if us >= 1000.0 { format!("{:.2} ms", us / 1000.0) } else { format!("{us:.0} µs") }
@@ -201,7 +232,9 @@ fn main() -> Result<()> {
             }
             anyhow::Ok(open)
         })?;
-        let during = keys_kv.keys().map_err(|e| anyhow::anyhow!(e.0))?.len();
+        let during = keys_kv.keys().map_err(|e| anyhow::anyhow!(e.0))?;
+        md.push_str(&key_classes(&keys_kv, &during)?);
+        let during = during.len();
         runtime.block_on(async {
             for s in sessions {
                 s.close().await?;
@@ -214,9 +247,8 @@ fn main() -> Result<()> {
     let (journal, gate): (Vec<&String>, Vec<&String>) = after.iter().partition(|k| k.starts_with("journal/"));
     ensure!(gate.len() <= 3, "the gate left keys behind its sessions: {gate:?}");
     md.push_str(&format!(
-        "\nKeys in Redis with 10 sessions open (each after one `append` and one `countdown {{n: 3}}`): \
-         {during}; after they ended: {} of the `append` journal (kept on purpose) and {} of the gate \
-         ({}): its global counters, whatever ran before.\n",
+        "\n{during} keys in all; after those sessions ended: {} of the `append` journal (kept on \
+         purpose) and {} of the gate ({}): its global counters.\n",
         journal.len(),
         gate.len(),
         gate.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
