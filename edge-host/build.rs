@@ -1,13 +1,11 @@
-//! Builds the two components of the Spin app — the gate (world `gate-kv`) and the front —
-//! and hands their paths to the crate as `RESUME_GATE_KV_WASM` and `SPIN_FRONT_WASM`.
+//! Builds the Spin app's front and hands its path to the crate as `SPIN_FRONT_WASM` (the
+//! gate, world `gate-kv`, comes from `kv-host`).
 
 use wasm_build::{Wasm, rerun_if_changed, workspace_root};
 
 fn main() {
     let root = workspace_root();
-    rerun_if_changed(&root, &["component", "wit", "mcp-transport", "spin-front"]);
-    let gate = Wasm { package: "resume-gate", features: &["component-kv"], target_subdir: "component-kv" };
-    println!("cargo:rustc-env=RESUME_GATE_KV_WASM={}", gate.build(&root).display());
+    rerun_if_changed(&root, &["wit", "mcp-transport", "spin-front"]);
     let front = Wasm { package: "spin-front", features: &[], target_subdir: "spin-front" };
     println!("cargo:rustc-env=SPIN_FRONT_WASM={}", front.build(&root).display());
 }

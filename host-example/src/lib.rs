@@ -11,6 +11,7 @@
 //! - [`convert`]: WIT types ↔ core types;
 //! - [`bypass`]: the server without the gate, for measuring the gate's share;
 //! - [`serve`]: the MCP Streamable HTTP server (axum) around the shared `mcp-transport`;
+//! - [`store`]: `--store`: the gate's key-value world over a store many processes share;
 //! - `main.rs`: the command line (`serve`, `demo`).
 
 use std::path::Path;
@@ -18,6 +19,7 @@ use std::path::Path;
 pub mod bypass;
 pub mod convert;
 pub mod serve;
+pub mod store;
 
 use anyhow::Context as _;
 use wasmtime::component::{Component, Linker, ResourceTable};
@@ -209,6 +211,10 @@ impl GateHost {
         self.store.data().memory.bytes
     }
 
+    fn memory_bytes_used(&self) -> Option<usize> {
+        Some(self.linear_memory_bytes())
+    }
+
     /// The exported functions and the store to call them with, e.g.
     /// `let (gate, store) = host.gate(); gate.call_open_session(store, "s")?`.
     pub fn gate(&mut self) -> (&GateExports, &mut Store<HostState>) {
@@ -216,7 +222,13 @@ impl GateHost {
     }
 }
 
-impl mcp_transport::gate::GateApi for GateHost {
+/// The transport's `GateApi` over a component host `$host` — one with a `call` method that runs
+/// an export and turns a trap into a store error, and a `memory_bytes_used` — whose bindings'
+/// WIT types `$convert` converts: the memory world ([`GateHost`]) and the key-value world
+/// ([`store::KvGateHost`]) forward the same way.
+macro_rules! forward_gate_api {
+    ($host:ty, $convert:ident) => {
+        impl mcp_transport::gate::GateApi for $host {
     fn open_session(&mut self, session: &str) -> Result<u64, resume_gate::GateError> {
         let info = self.call(|g, s| g.call_open_session(s, session))?;
         if let Some(victim) = &info.reclaimed {
@@ -238,8 +250,8 @@ impl mcp_transport::gate::GateApi for GateHost {
         session: &str,
         origin: &resume_gate::Origin,
     ) -> Result<resume_gate::Opened, resume_gate::GateError> {
-        let origin = convert::to_wit_origin(origin);
-        self.call(|g, s| g.call_open_stream(s, session, &origin)).map(convert::from_wit_opened)
+        let origin = $convert::to_wit_origin(origin);
+        self.call(|g, s| g.call_open_stream(s, session, &origin)).map($convert::from_wit_opened)
     }
 
     fn emit(
@@ -248,7 +260,7 @@ impl mcp_transport::gate::GateApi for GateHost {
         stream: u64,
         data: &str,
     ) -> Result<resume_gate::Event, resume_gate::GateError> {
-        self.call(|g, s| g.call_on_emit(s, session, stream, data)).map(convert::from_wit_event)
+        self.call(|g, s| g.call_on_emit(s, session, stream, data)).map($convert::from_wit_event)
     }
 
     fn terminal(
@@ -257,7 +269,7 @@ impl mcp_transport::gate::GateApi for GateHost {
         stream: u64,
         data: &str,
     ) -> Result<resume_gate::Event, resume_gate::GateError> {
-        self.call(|g, s| g.call_on_terminal(s, session, stream, data)).map(convert::from_wit_event)
+        self.call(|g, s| g.call_on_terminal(s, session, stream, data)).map($convert::from_wit_event)
     }
 
     fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<(), resume_gate::GateError> {
@@ -273,7 +285,7 @@ impl mcp_transport::gate::GateApi for GateHost {
         session: &str,
         id: &resume_gate::RequestId,
     ) -> Result<bool, resume_gate::GateError> {
-        let id = convert::to_wit_request_id(id);
+        let id = $convert::to_wit_request_id(id);
         self.call(|g, s| g.call_abort_request(s, session, &id))
     }
 
@@ -285,7 +297,7 @@ impl mcp_transport::gate::GateApi for GateHost {
         after: u64,
     ) -> Result<resume_gate::Polled, resume_gate::GateError> {
         self.call(|g, s| g.call_poll_stream(s, session, stream, attachment, after))
-            .map(convert::from_wit_polled)
+            .map($convert::from_wit_polled)
     }
 
     fn renew_lease(&mut self, session: &str, stream: u64) -> Result<(), resume_gate::GateError> {
@@ -298,11 +310,16 @@ impl mcp_transport::gate::GateApi for GateHost {
         cursor: &[u8],
         origin: &resume_gate::Origin,
     ) -> Result<resume_gate::Decision, resume_gate::GateError> {
-        let origin = convert::to_wit_origin(origin);
-        self.call(|g, s| g.call_on_reconnect(s, session, cursor, &origin)).map(convert::from_wit_decision)
+        let origin = $convert::to_wit_origin(origin);
+        self.call(|g, s| g.call_on_reconnect(s, session, cursor, &origin)).map($convert::from_wit_decision)
     }
 
-    fn memory_bytes(&self) -> Option<usize> {
-        Some(self.linear_memory_bytes())
-    }
+            fn memory_bytes(&self) -> Option<usize> {
+                self.memory_bytes_used()
+            }
+        }
+    };
 }
+pub(crate) use forward_gate_api;
+
+forward_gate_api!(GateHost, convert);

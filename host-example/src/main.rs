@@ -64,6 +64,16 @@ struct ServeArgs {
     /// write coalescing; kept-alive clients may then wait for delayed ACKs.
     #[arg(long)]
     nagle: bool,
+    /// Where the gate's state lives: `memory` (in the component instance, the default) or
+    /// `redis://HOST:PORT[/DB]` (a Redis or Valkey server that any number of host-example and
+    /// edge-host processes share; the `append` journal moves there too).
+    #[arg(long, env = "RESUME_GATE_STORE", default_value = "memory")]
+    store: String,
+    /// How long a running call's process holds its stream without an event or heartbeat, in
+    /// milliseconds (with `--store`: a resume on another process gets the call's error this
+    /// long after its process died); default 10000.
+    #[arg(long, env = "RESUME_GATE_LEASE_MS")]
+    lease_ms: Option<u64>,
 }
 
 fn main() -> Result<()> {
@@ -88,20 +98,33 @@ fn serve(args: ServeArgs) -> Result<()> {
             "listening on all interfaces but answering only localhost names: add --allowed-host for the names clients use"
         );
     }
-    let app = if args.no_gate {
-        tracing::warn!("serving without the gate: no event ids, no resumption (--no-gate)");
-        host_example::serve::App::without_gate(args.journal, hosts)?
-    } else {
-        let mut gate = GateHost::load_default()?;
-        let defaults = resume_gate::Config::default();
-        let config = resume_gate::Config {
-            max_sessions: args.max_sessions.unwrap_or(defaults.max_sessions),
-            max_total_bytes: args.max_total_bytes.unwrap_or(defaults.max_total_bytes),
-            max_bytes_per_session: args.max_bytes_per_session.unwrap_or(defaults.max_bytes_per_session),
-            ..defaults
-        };
-        gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
-        host_example::serve::App::new(gate, args.journal, hosts)?
+    let defaults = resume_gate::Config::default();
+    let config = resume_gate::Config {
+        max_sessions: args.max_sessions.unwrap_or(defaults.max_sessions),
+        max_total_bytes: args.max_total_bytes.unwrap_or(defaults.max_total_bytes),
+        max_bytes_per_session: args.max_bytes_per_session.unwrap_or(defaults.max_bytes_per_session),
+        lease_ms: args.lease_ms.unwrap_or(defaults.lease_ms),
+        ..defaults
+    };
+    let app = match (args.no_gate, args.store.as_str()) {
+        (true, "memory") => {
+            tracing::warn!("serving without the gate: no event ids, no resumption (--no-gate)");
+            host_example::serve::App::without_gate(args.journal, hosts)?
+        }
+        (true, _) => bail!("--no-gate keeps no state: it takes no --store"),
+        (false, "memory") => {
+            let mut gate = GateHost::load_default()?;
+            gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
+            host_example::serve::App::new(gate, args.journal, hosts)?
+        }
+        (false, url) if url.starts_with("redis://") => {
+            let kv = resume_gate_redis::RedisKv::connect(url).map_err(|e| anyhow!("--store: {}", e.0))?;
+            let mut gate = host_example::store::KvGateHost::new(kv.into())?;
+            gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
+            tracing::info!("state in {url}, shared with every process that uses it");
+            host_example::serve::App::over_store(gate, hosts)?
+        }
+        (false, other) => bail!("--store: `memory` or `redis://HOST:PORT`, not `{other}`"),
     };
     let tcp = if args.nagle { Tcp::Nagle } else { Tcp::NoDelay };
     let runtime = tokio::runtime::Runtime::new()?;

@@ -14,6 +14,12 @@
 //! once is queued before the response head is written, and the body hands every frame already
 //! queued to hyper as one chunk: head, priming event and an immediate result leave in one
 //! segment.
+//!
+//! With `--store` the state is in a store other processes share ([`crate::store`]): a resume
+//! may arrive here for a call another process runs, so such a GET follows the stream by polling
+//! the gate for a bounded time and then asks the client to poll again (SEP-1699), as the Spin
+//! app does; and before an event goes to a local connection the gate is asked whether a resume
+//! elsewhere took the stream over.
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -44,6 +50,13 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 
 use crate::GateHost;
+use crate::store::{KvGateHost, KvJournal};
+
+/// `--store`: how long a GET follows a stream another process writes before it ends with a
+/// `retry`, how often it polls, and that `retry`.
+const FOLLOW: std::time::Duration = std::time::Duration::from_secs(10);
+const POLL: std::time::Duration = std::time::Duration::from_millis(25);
+const RETRY_MS: u32 = 250;
 
 /// Frames queued for one connection beyond its initial replay before it counts as too slow.
 const CONNECTION_QUEUE: usize = 256;
@@ -70,26 +83,39 @@ pub struct App {
     server: Server,
     journal: Journal,
     calls: Mutex<HashMap<(String, RequestId), (u64, AbortHandle)>>,
+    /// The state is shared with other processes (`--store`).
+    shared: bool,
 }
 
 impl App {
     /// The server over `gate`, answering the names `hosts` allows.
     pub fn new(gate: GateHost, journal: PathBuf, hosts: AllowedHosts) -> anyhow::Result<Arc<Self>> {
         let lease_ms = gate.config().lease_ms;
-        Self::with_gate(Box::new(gate), lease_ms, journal, hosts)
+        Self::with_gate(Box::new(gate), lease_ms, Journal::open(journal)?, hosts)
+    }
+
+    /// The server over a gate whose state is in a store other processes share (`--store`);
+    /// the journal is kept there too.
+    pub fn over_store(gate: KvGateHost, hosts: AllowedHosts) -> anyhow::Result<Arc<Self>> {
+        let lease_ms = gate.config().lease_ms;
+        let journal = Journal::Store(KvJournal::new(gate.kv()));
+        let app = Self::with_gate(Box::new(gate), lease_ms, journal, hosts)?;
+        let mut app = Arc::try_unwrap(app).map_err(|_| anyhow::anyhow!("a new app is not shared"))?;
+        app.shared = true;
+        Ok(Arc::new(app))
     }
 
     /// The same server without the gate ([`crate::bypass::NoGate`]): events without ids,
     /// nothing buffered. For measuring what the gate costs.
     pub fn without_gate(journal: PathBuf, hosts: AllowedHosts) -> anyhow::Result<Arc<Self>> {
         let lease_ms = resume_gate::Config::default().lease_ms;
-        Self::with_gate(Box::<crate::bypass::NoGate>::default(), lease_ms, journal, hosts)
+        Self::with_gate(Box::<crate::bypass::NoGate>::default(), lease_ms, Journal::open(journal)?, hosts)
     }
 
     fn with_gate(
         gate: Box<dyn GateApi + Send>,
         lease_ms: u64,
-        journal: PathBuf,
+        journal: Journal,
         allowed_hosts: AllowedHosts,
     ) -> anyhow::Result<Arc<Self>> {
         Ok(Arc::new(Self {
@@ -100,8 +126,9 @@ impl App {
                 allowed_hosts,
                 ..ServerConfig::default()
             }),
-            journal: Journal::open(journal)?,
+            journal,
             calls: Mutex::new(HashMap::new()),
+            shared: false,
         }))
     }
 
@@ -117,12 +144,21 @@ impl App {
     /// Records an event and hands it to the stream's connection, if one is attached.
     fn send(&self, session: &str, stream: u64, data: &str, terminal: bool) -> Result<(), GateError> {
         let mut core = self.core();
+        let key = (session.to_owned(), stream);
+        if self.shared
+            && let Some(live) = core.live.get(&key)
+        {
+            // Asked before recording: the gate reports a finished stream as done too.
+            let attachment = live.attachment;
+            if core.gate.poll(session, stream, attachment, u64::MAX).is_ok_and(|p| p.done) {
+                core.live.remove(&key);
+            }
+        }
         let event = if terminal {
             core.gate.terminal(session, stream, data)
         } else {
             core.gate.emit(session, stream, data)
         }?;
-        let key = (session.to_owned(), stream);
         if let Some(live) = core.live.get(&key) {
             let attachment = live.attachment;
             if live.tx.try_send(Bytes::from(sse::frame(&event))).is_err() {
@@ -155,6 +191,10 @@ impl App {
 
     fn cancel(self: &Arc<Self>, session: &str, request: &RequestId) {
         let Some((stream, task)) = self.lock_calls().remove(&(session.to_owned(), request.clone())) else {
+            if self.shared {
+                // The call may run in another process: it sees the abort at its next event.
+                let _ = self.core().gate.abort_request(session, request);
+            }
             return;
         };
         task.abort();
@@ -162,6 +202,20 @@ impl App {
         core.live.remove(&(session.to_owned(), stream));
         let _ = core.gate.abort(session, stream);
         tracing::info!(session, stream, request = ?request, "cancelled");
+    }
+
+    /// Whether a call of this stream runs in this process.
+    fn runs_here(&self, session: &str, stream: u64) -> bool {
+        self.lock_calls().iter().any(|((s, _), (no, _))| s == session && *no == stream)
+    }
+
+    /// Ends a followed connection once what it owes is queued (its body ends when the queue
+    /// drains), unless a newer connection took the stream.
+    fn close_follow(&self, key: &StreamKey, attachment: u32) {
+        let mut core = self.core();
+        if core.live.get(key).is_some_and(|l| l.attachment == attachment) {
+            core.live.remove(key);
+        }
     }
 
     fn lock_calls(&self) -> MutexGuard<'_, HashMap<(String, RequestId), (u64, AbortHandle)>> {
@@ -242,10 +296,10 @@ impl ToolHost for CallHost {
     }
 }
 
-/// The `append` tool's journal: one line per call, in a file.
-struct Journal {
-    path: PathBuf,
-    lines: Mutex<u64>,
+/// The `append` tool's journal: in a file, or in the shared store (`--store`).
+enum Journal {
+    File(FileJournal),
+    Store(KvJournal),
 }
 
 impl Journal {
@@ -255,9 +309,31 @@ impl Journal {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => 0,
             Err(e) => return Err(e.into()),
         };
-        Ok(Self { path, lines: Mutex::new(lines) })
+        Ok(Self::File(FileJournal { path, lines: Mutex::new(lines) }))
     }
 
+    fn append(&self, line: &str) -> Result<u64, String> {
+        match self {
+            Self::File(f) => f.append(line),
+            Self::Store(kv) => kv.append(line),
+        }
+    }
+
+    fn page(&self, from: u64, limit: u64) -> Result<tools::JournalPage, String> {
+        match self {
+            Self::File(f) => f.page(from, limit),
+            Self::Store(kv) => kv.page(from, limit),
+        }
+    }
+}
+
+/// One line per call, in a file.
+struct FileJournal {
+    path: PathBuf,
+    lines: Mutex<u64>,
+}
+
+impl FileJournal {
     fn append(&self, line: &str) -> Result<u64, String> {
         let mut count = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         let mut f = std::fs::OpenOptions::new()
@@ -383,12 +459,61 @@ async fn handle(
             log_decision(&stream);
             if !stream.calls.is_empty() {
                 app.start_calls(stream.session.clone(), stream.stream, stream.calls.clone());
+            } else if app.shared && !stream.close && !app.runs_here(&stream.session, stream.stream) {
+                tokio::spawn(follow(
+                    Arc::clone(&app),
+                    stream.session.clone(),
+                    stream.stream,
+                    stream.attachment,
+                    stream.follow_after,
+                ));
             }
             let mut resp = Response::new(body.unwrap_or_else(Body::empty));
             put_headers(&mut resp, sse_headers(&stream.session));
             resp
         }
     }
+}
+
+/// `--store`: writes the events another process records on a stream to this connection, until
+/// its terminal, until the gate says stop or the connection goes, or for `FOLLOW`; then asks
+/// the client to poll again.
+async fn follow(app: Arc<App>, session: String, stream: u64, attachment: u32, mut after: u64) {
+    let key = (session.clone(), stream);
+    let deadline = tokio::time::Instant::now() + FOLLOW;
+    let mut last = None;
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(POLL).await;
+        let (tx, polled) = {
+            let mut core = app.core();
+            let Some(live) = core.live.get(&key).filter(|l| l.attachment == attachment) else { return };
+            let tx = live.tx.clone();
+            (tx, core.gate.poll(&session, stream, attachment, after))
+        };
+        let Ok(polled) = polled else { break };
+        for event in &polled.events {
+            after = event.seq;
+            if tx.send(Bytes::from(sse::frame(event))).await.is_err() {
+                return;
+            }
+            if event.terminal {
+                return app.close_follow(&key, attachment);
+            }
+        }
+        if let Some(lost) = &polled.stranded {
+            // The call's process is gone: the client gets the error now.
+            let _ = tx.send(Bytes::from(mcp_transport::server::stranded_frame(lost))).await;
+            return app.close_follow(&key, attachment);
+        }
+        if polled.done {
+            break;
+        }
+        last = Some(tx);
+    }
+    if let Some(tx) = last.or_else(|| app.core().live.get(&key).map(|l| l.tx.clone())) {
+        let _ = tx.send(Bytes::from(sse::retry_only(RETRY_MS))).await;
+    }
+    app.close_follow(&key, attachment);
 }
 
 fn plain_response(p: &Plain) -> Response {

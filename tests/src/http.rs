@@ -68,6 +68,12 @@ fn gated_app(journal: PathBuf, setup: &Setup) -> std::sync::Arc<App> {
     App::new(gate, journal, hosts).expect("open the journal")
 }
 
+/// host-example's app over `kv` (`--store`).
+fn app_over(kv: resume_gate_redis::RedisKv) -> std::sync::Arc<App> {
+    let gate = host_example::store::KvGateHost::new(kv.into()).expect("instantiate the gate-kv component");
+    App::over_store(gate, AllowedHosts::localhost()).expect("the app")
+}
+
 /// How a test server is set up, beyond its defaults.
 #[derive(Clone, Debug, Default)]
 pub struct Setup {
@@ -118,6 +124,32 @@ impl TestServer {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join("journal.txt");
         Self::serve_app(gated_app(journal.clone(), &setup), journal, Some(dir), setup.tcp)
+    }
+
+    /// host-example over the tests' Redis server (`--store redis://…`).
+    pub fn host_example_over_redis() -> Self {
+        let app = app_over(crate::redis::fresh_kv());
+        Self::serve_app(app, PathBuf::new(), None, Tcp::NoDelay)
+    }
+
+    /// Two host-example servers that share nothing but the tests' Redis server, behind a proxy
+    /// that hands each new connection to the other one (as [`TestServer::two_edges_over_redis`]).
+    pub fn two_host_examples_over_redis() -> Self {
+        let prefix = crate::redis::fresh_prefix();
+        let (runtime, listener) = runtime_and_listener();
+        let mut backends = Vec::new();
+        let mut apps = Vec::new();
+        for _ in 0..2 {
+            let app = app_over(crate::redis::shared().kv(&prefix));
+            let backend = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+            backends.push(backend.local_addr().unwrap());
+            runtime.spawn(host_example::serve::serve_on(app.clone(), backend, Tcp::NoDelay));
+            apps.push(app);
+        }
+        let addr = listener.local_addr().unwrap();
+        runtime.spawn(round_robin(listener, backends));
+        let app = Some(apps.swap_remove(0));
+        Self { addr, journal: PathBuf::new(), _dir: None, runtime: Some(runtime), app, edge: None }
     }
 
     /// host-example with the gate bypassed (`--no-gate`): for measuring the gate's share.
@@ -251,17 +283,29 @@ fn edge_host_over(setup: &Setup, kv: SharedKv) -> std::sync::Arc<EdgeHost> {
     EdgeHost::from_compiled(&compiled_edge_app(), kv, Variables::new(values)).expect("link the app")
 }
 
-/// Hands each accepted connection to the next of `backends` in turn, bytes both ways.
+/// Hands each accepted connection to the next of `backends` in turn, bytes both ways. When
+/// the server stops reading (it refused an oversized body), what the client still sends is
+/// read and dropped, so that closing never resets the connection before the client has read
+/// the answer.
 async fn round_robin(listener: tokio::net::TcpListener, backends: Vec<SocketAddr>) {
+    use tokio::io::AsyncWriteExt;
     for turn in 0.. {
-        let Ok((mut client, _)) = listener.accept().await else { return };
+        let Ok((client, _)) = listener.accept().await else { return };
         let backend = backends[turn % backends.len()];
         tokio::spawn(async move {
-            if let Ok(mut server) = tokio::net::TcpStream::connect(backend).await {
-                let _ = client.set_nodelay(true);
-                let _ = server.set_nodelay(true);
-                let _ = tokio::io::copy_bidirectional(&mut client, &mut server).await;
-            }
+            let Ok(server) = tokio::net::TcpStream::connect(backend).await else { return };
+            let _ = client.set_nodelay(true);
+            let _ = server.set_nodelay(true);
+            let ((mut from_client, mut to_client), (mut from_server, mut to_server)) =
+                (client.into_split(), server.into_split());
+            let up = tokio::spawn(async move {
+                let _ = tokio::io::copy(&mut from_client, &mut to_server).await;
+                let _ = to_server.shutdown().await;
+                let _ = tokio::io::copy(&mut from_client, &mut tokio::io::sink()).await;
+            });
+            let _ = tokio::io::copy(&mut from_server, &mut to_client).await;
+            let _ = to_client.shutdown().await;
+            let _ = tokio::time::timeout(Duration::from_secs(5), up).await;
         });
     }
 }

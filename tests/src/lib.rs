@@ -42,8 +42,8 @@ pub fn write_bench_result_text(name: &str, text: &str) -> anyhow::Result<()> {
 
 /// Runs each named scenario, a `fn(fn() -> TestServer)`, against host-example, the Spin app,
 /// the Spin app over a store that answers like Spin's Redis backend, the Spin app over a real
-/// Redis server, and two Spin app hosts sharing that server with every connection alternating
-/// between them.
+/// Redis server, two Spin app hosts sharing that server with every connection alternating
+/// between them, and the same two for host-example (`--store`).
 #[macro_export]
 macro_rules! on_every_server {
     ($($scenario:ident),* $(,)?) => {$(
@@ -67,6 +67,14 @@ macro_rules! on_every_server {
             #[test]
             fn two_edges_over_redis() {
                 super::$scenario($crate::http::TestServer::two_edges_over_redis)
+            }
+            #[test]
+            fn host_example_over_redis() {
+                super::$scenario($crate::http::TestServer::host_example_over_redis)
+            }
+            #[test]
+            fn two_host_examples_over_redis() {
+                super::$scenario($crate::http::TestServer::two_host_examples_over_redis)
             }
         }
     )*};

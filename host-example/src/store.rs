@@ -1,0 +1,137 @@
+//! `--store`: the gate's state in a key-value store that any number of host-example processes
+//! share (Redis), instead of in the component instance.
+//!
+//! The gate-kv component runs over the key-value host of `kv-host`; the `append` journal moves
+//! into the same store (the keys the Spin app uses), so that every process sees one journal.
+//! A trap loses nothing here: the instance is recreated and the state is still in the store.
+
+use kv_host::gate_kv::{self, GateExports, GateKvInstance, GateKvPre, GateKvState, types};
+use kv_host::keyvalue::SharedKv;
+use mcp_transport::tools;
+use resume_gate::kv::Kv;
+use wasmtime::Engine;
+
+use crate::forward_gate_api;
+
+/// One gate-kv instance over a shared store.
+pub struct KvGateHost {
+    instance: GateKvInstance,
+    pre: GateKvPre<GateKvState>,
+    kv: SharedKv,
+    config: Option<resume_gate::Config>,
+}
+
+impl KvGateHost {
+    /// Compiles and links the gate-kv component this crate was built with, over `kv`.
+    pub fn new(kv: SharedKv) -> anyhow::Result<Self> {
+        let pre = gate_kv::prepare(&Engine::default())?;
+        let instance = GateKvInstance::new(&pre, kv.clone())?;
+        Ok(Self { instance, pre, kv, config: None })
+    }
+
+    /// Sets the gate's bounds (kept for an instance that replaces this one after a trap).
+    pub fn configure(&mut self, config: &resume_gate::Config) -> Result<(), resume_gate::GateError> {
+        let wit = kv_convert::to_wit_config(config);
+        self.call(|g, s| g.call_configure(s, &wit))?;
+        self.config = Some(config.clone());
+        Ok(())
+    }
+
+    /// The bounds in force (the defaults until `configure`).
+    pub fn config(&self) -> resume_gate::Config {
+        self.config.clone().unwrap_or_default()
+    }
+
+    /// The store, for the journal.
+    pub fn kv(&self) -> SharedKv {
+        self.kv.clone()
+    }
+
+    fn call<T>(
+        &mut self,
+        f: impl FnOnce(
+            &GateExports,
+            &mut wasmtime::Store<GateKvState>,
+        ) -> wasmtime::Result<Result<T, types::GateError>>,
+    ) -> Result<T, resume_gate::GateError> {
+        let (g, store) = self.instance.gate();
+        match f(g, store) {
+            Ok(r) => r.map_err(kv_convert::from_wit_error),
+            Err(trap) => Err(self.recover(&trap)),
+        }
+    }
+
+    /// A new instance over the same store: the state was never in the old one.
+    fn recover(&mut self, trap: &wasmtime::Error) -> resume_gate::GateError {
+        tracing::error!(error = %trap, "the gate component trapped; recreating the instance");
+        match GateKvInstance::new(&self.pre, self.kv.clone()) {
+            Ok(instance) => {
+                self.instance = instance;
+                if let Some(config) = self.config.clone() {
+                    let wit = kv_convert::to_wit_config(&config);
+                    let (g, store) = self.instance.gate();
+                    if !matches!(g.call_configure(store, &wit), Ok(Ok(()))) {
+                        tracing::error!("the recreated gate instance refused its configuration");
+                    }
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "recreating the gate instance failed"),
+        }
+        resume_gate::GateError::Store("the gate component trapped; its instance was recreated".into())
+    }
+
+    fn memory_bytes_used(&self) -> Option<usize> {
+        None
+    }
+}
+
+use gate_kv::convert as kv_convert;
+
+forward_gate_api!(KvGateHost, kv_convert);
+
+/// The `append` journal in the store, as the Spin app keeps it: a counter numbers each line
+/// (concurrent processes never take the same number), then the line goes under its own key.
+pub struct KvJournal {
+    kv: SharedKv,
+}
+
+const COUNT_KEY: &str = "journal/count";
+
+fn line_key(n: i64) -> String {
+    format!("journal/line/{n:06}")
+}
+
+impl KvJournal {
+    pub fn new(kv: SharedKv) -> Self {
+        Self { kv }
+    }
+
+    pub fn append(&self, line: &str) -> Result<u64, String> {
+        let mut kv = self.kv.clone();
+        let max = tools::MAX_JOURNAL_LINES as i64;
+        let n = kv.increment(COUNT_KEY, 1).map_err(|e| e.0)?;
+        if n > max {
+            let _ = kv.increment(COUNT_KEY, -1);
+            return Err(format!("the journal is full ({max} lines)"));
+        }
+        kv.set(&line_key(n), line.as_bytes()).map_err(|e| e.0)?;
+        u64::try_from(n).map_err(|_| "journal count out of range".to_owned())
+    }
+
+    /// Up to `limit` lines from line `from` (0-based); stops at a line not stored yet.
+    pub fn page(&self, from: u64, limit: u64) -> Result<tools::JournalPage, String> {
+        let mut kv = self.kv.clone();
+        let max = tools::MAX_JOURNAL_LINES as i64;
+        let total = kv.increment(COUNT_KEY, 0).map_err(|e| e.0)?.clamp(0, max);
+        let first = i64::try_from(from).unwrap_or(i64::MAX).saturating_add(1);
+        let last = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(first - 1).min(total);
+        let mut lines = Vec::new();
+        for n in first..=last {
+            match kv.get(&line_key(n)).map_err(|e| e.0)? {
+                Some(bytes) => lines.push(String::from_utf8_lossy(&bytes).into_owned()),
+                None => break,
+            }
+        }
+        Ok(tools::JournalPage { lines, total: u64::try_from(total).unwrap_or(0) })
+    }
+}
