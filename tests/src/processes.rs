@@ -43,6 +43,15 @@ impl ServerProcess {
         Self::start(built_binary("edge-host", "edge-host"), args)
     }
 
+    /// `host-example --port P` with `args` (and a journal file of its own, unused with `--store`).
+    pub fn host_example(args: &[&str]) -> Self {
+        let journal =
+            std::env::temp_dir().join(format!("rg-journal-{}-{}.txt", std::process::id(), args.len()));
+        let mut all = vec!["--journal", journal.to_str().expect("a UTF-8 temp path")];
+        all.extend_from_slice(args);
+        Self::start(built_binary("host-example", "host-example"), &all)
+    }
+
     fn start(binary: PathBuf, args: &[&str]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
         let child = Command::new(binary)

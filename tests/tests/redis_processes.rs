@@ -1,7 +1,8 @@
-//! Several `edge-host` processes over one real Redis server (valkey-server): they serve one set
-//! of sessions; one killed with SIGKILL mid-call loses nothing acknowledged and strands its
-//! call with `-32001` on the survivor; Redis restarted mid-run turns requests in the window
-//! into `503` and service comes back by itself.
+//! Several host processes — `edge-host` and `host-example --store` — over one real Redis server
+//! (valkey-server): they serve one set of sessions; one killed with SIGKILL mid-call loses
+//! nothing acknowledged and strands its call with `-32001` on the survivor; Redis restarted
+//! mid-run turns requests in the window into `503` and service comes back by itself. Each test
+//! runs with two edge-hosts, with two host-examples, and with one of each.
 //!
 //! (The raw-HTTP scenarios and the TypeScript client's resume test also run against two app
 //! hosts on one Redis with every connection alternating: `on_every_server!`.)
@@ -18,9 +19,49 @@ use serde_json::{Value, json};
 const LEASE_MS: &str = "1000";
 const WAIT: Duration = Duration::from_secs(5);
 
-fn edge_host(redis: &RedisServer) -> ServerProcess {
-    ServerProcess::edge_host(&["--store", &redis.url(), "--lease-ms", LEASE_MS])
+/// Which host binary a process runs.
+#[derive(Clone, Copy)]
+enum Host {
+    Edge,
+    Example,
 }
+
+impl Host {
+    fn start(self, redis: &RedisServer) -> ServerProcess {
+        let args = ["--store", &redis.url(), "--lease-ms", LEASE_MS];
+        match self {
+            Host::Edge => ServerProcess::edge_host(&args),
+            Host::Example => ServerProcess::host_example(&args),
+        }
+    }
+}
+
+/// Each test with two edge-hosts, two host-examples, and one of each (the call on the first).
+macro_rules! on_host_pairs {
+    ($($test:ident),* $(,)?) => {$(
+        mod $test {
+            use super::Host;
+            #[test]
+            fn edge_hosts() {
+                super::$test(Host::Edge, Host::Edge)
+            }
+            #[test]
+            fn host_examples() {
+                super::$test(Host::Example, Host::Example)
+            }
+            #[test]
+            fn host_example_then_edge_host() {
+                super::$test(Host::Example, Host::Edge)
+            }
+        }
+    )*};
+}
+
+on_host_pairs!(
+    two_processes_on_one_redis_serve_one_set_of_sessions,
+    a_process_killed_mid_call_loses_nothing_acknowledged_and_the_survivor_strands_the_call_once,
+    redis_restarted_mid_run_means_503_meanwhile_then_service_resumes_with_nothing_lost,
+);
 
 /// The client, its requests sent to `addr` from now on.
 fn at(c: &Client, addr: SocketAddr) -> Client {
@@ -42,10 +83,9 @@ fn journal(c: &Client, id: i64) -> Vec<String> {
     serde_json::from_value(result["result"]["structuredContent"]["lines"].clone()).expect("journal lines")
 }
 
-#[test]
-fn two_processes_on_one_redis_serve_one_set_of_sessions() {
+fn two_processes_on_one_redis_serve_one_set_of_sessions(first: Host, second: Host) {
     let redis = RedisServer::start();
-    let (a, b) = (edge_host(&redis), edge_host(&redis));
+    let (a, b) = (first.start(&redis), second.start(&redis));
     let on_a = Client::initialize(a.addr);
     let on_b = at(&on_a, b.addr);
     for (i, c) in [&on_a, &on_b, &on_a, &on_b].into_iter().enumerate() {
@@ -61,10 +101,12 @@ fn two_processes_on_one_redis_serve_one_set_of_sessions() {
     assert_eq!(other.call(1, "journal", json!({}), &[]).status, 404);
 }
 
-#[test]
-fn a_process_killed_mid_call_loses_nothing_acknowledged_and_the_survivor_strands_the_call_once() {
+fn a_process_killed_mid_call_loses_nothing_acknowledged_and_the_survivor_strands_the_call_once(
+    first: Host,
+    second: Host,
+) {
     let redis = RedisServer::start();
-    let (mut a, b) = (edge_host(&redis), edge_host(&redis));
+    let (mut a, b) = (first.start(&redis), second.start(&redis));
     let on_a = Client::initialize(a.addr);
     let appended = answer(&on_a, 1, "append", json!({"text": "acknowledged"}));
     assert!(appended.get("result").is_some(), "{appended}");
@@ -90,10 +132,9 @@ fn a_process_killed_mid_call_loses_nothing_acknowledged_and_the_survivor_strands
     assert_eq!(journal(&on_b, 4), ["acknowledged"], "the acknowledged append, exactly once");
 }
 
-#[test]
-fn redis_restarted_mid_run_means_503_meanwhile_then_service_resumes_with_nothing_lost() {
+fn redis_restarted_mid_run_means_503_meanwhile_then_service_resumes_with_nothing_lost(host: Host, _: Host) {
     let mut redis = RedisServer::start();
-    let host = edge_host(&redis);
+    let host = host.start(&redis);
     let c = Client::initialize(host.addr);
     assert!(answer(&c, 1, "append", json!({"text": "before"})).get("result").is_some());
 
