@@ -5,8 +5,8 @@
 //!   native core over Redis and the gate-kv component in wasmtime over Redis; with one host,
 //!   and with two hosts working at once (each its own connection and instance, on its own
 //!   thread and session: what two processes on one shard do).
-//! - `tools/call` end to end (`countdown {n: 0}`, one kept-alive session): edge-host (the
-//!   Spin app) over Redis beside the same app over its in-process store.
+//! - `tools/call` end to end (`countdown {n: 0}`, one kept-alive session): host-example and
+//!   edge-host (the Spin app) over Redis, each beside itself without it.
 //! - Keys in Redis after the end-to-end run, against the sessions still open, and after those
 //!   ended.
 //!
@@ -205,8 +205,10 @@ fn main() -> Result<()> {
     let prefix = resume_gate_tests::redis::fresh_prefix();
     let keys_kv = server.kv(&prefix);
     for (name, srv) in [
-        ("edge-host over Redis", TestServer::edge_over(server.kv(&prefix))),
-        ("edge-host, in-process store", TestServer::edge()),
+        ("host-example `--store` (Redis)", TestServer::host_example_over(server.kv(&prefix))),
+        ("host-example (state in its instance)", TestServer::host_example()),
+        ("edge-host `--store` (Redis)", TestServer::edge_over(server.kv(&prefix))),
+        ("edge-host (in-process map)", TestServer::edge()),
     ] {
         let load = runtime
             .block_on(keep_alive::load(srv.addr, 1, "countdown", json!({"n": 0}), plan.e2e / 5, plan.e2e))

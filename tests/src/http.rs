@@ -128,8 +128,12 @@ impl TestServer {
 
     /// host-example over the tests' Redis server (`--store redis://…`).
     pub fn host_example_over_redis() -> Self {
-        let app = app_over(crate::redis::fresh_kv());
-        Self::serve_app(app, PathBuf::new(), None, Tcp::NoDelay)
+        Self::host_example_over(crate::redis::fresh_kv())
+    }
+
+    /// host-example over `kv` (a Redis server of the caller's).
+    pub fn host_example_over(kv: resume_gate_redis::RedisKv) -> Self {
+        Self::serve_app(app_over(kv), PathBuf::new(), None, Tcp::NoDelay)
     }
 
     /// Two host-example servers that share nothing but the tests' Redis server, behind a proxy
