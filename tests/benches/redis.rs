@@ -5,8 +5,8 @@
 //!   native core over Redis and the gate-kv component in wasmtime over Redis; with one host,
 //!   and with two hosts working at once (each its own connection and instance, on its own
 //!   thread and session: what two processes on one shard do).
-//! - `tools/call` end to end (`countdown {n: 0}`, one kept-alive session): host-example and
-//!   edge-host (the Spin app) over Redis, each beside itself without it.
+//! - `tools/call` end to end (`countdown {n: 0}`, one and 32 kept-alive sessions): host-example
+//!   and edge-host (the Spin app) over Redis, each beside itself without it.
 //! - Keys in Redis after the end-to-end run, against the sessions still open, and after those
 //!   ended.
 //!
@@ -29,6 +29,8 @@ struct Plan {
     samples: usize,
     buffered: &'static [usize],
     e2e: Duration,
+    /// Sessions calling at once in the end-to-end table (each on its own connection).
+    sessions: &'static [usize],
 }
 
 #[derive(Clone, Copy)]
@@ -167,9 +169,9 @@ fn p50_p99(sorted: &[Duration]) -> String {
 fn main() -> Result<()> {
     let full = std::env::args().any(|a| a == "--bench");
     let plan = if full {
-        Plan { samples: 300, buffered: &[100, 10_000], e2e: Duration::from_secs(3) }
+        Plan { samples: 300, buffered: &[100, 10_000], e2e: Duration::from_secs(3), sessions: &[1, 32] }
     } else {
-        Plan { samples: 3, buffered: &[100], e2e: Duration::from_millis(200) }
+        Plan { samples: 3, buffered: &[100], e2e: Duration::from_millis(200), sessions: &[1, 4] }
     };
     let server = RedisServer::start_in_memory();
     let mut md = String::from("### 7. On Redis\n\n");
@@ -201,7 +203,7 @@ fn main() -> Result<()> {
     md.push_str(
         "\n`tools/call` end to end (`countdown {n: 0}`, one kept-alive session, calls back to back):\n\n",
     );
-    md.push_str("| server | calls/s | p50 | p99 |\n| --- | ---: | ---: | ---: |\n");
+    md.push_str("| server | sessions | calls/s | p50 | p99 |\n| --- | ---: | ---: | ---: | ---: |\n");
     let prefix = resume_gate_tests::redis::fresh_prefix();
     let keys_kv = server.kv(&prefix);
     for (name, srv) in [
@@ -210,16 +212,25 @@ fn main() -> Result<()> {
         ("edge-host `--store` (Redis)", TestServer::edge_over(server.kv(&prefix))),
         ("edge-host (in-process map)", TestServer::edge()),
     ] {
-        let load = runtime
-            .block_on(keep_alive::load(srv.addr, 1, "countdown", json!({"n": 0}), plan.e2e / 5, plan.e2e))
-            .with_context(|| name.to_owned())?;
-        ensure!(load.calls > 0, "{name}: no call finished");
-        md.push_str(&format!(
-            "| {name} | {:.0} | {} | {} |\n",
-            load.calls_per_s,
-            fmt(load.percentile(0.5)),
-            fmt(load.percentile(0.99))
-        ));
+        for sessions in plan.sessions {
+            let load = runtime
+                .block_on(keep_alive::load(
+                    srv.addr,
+                    *sessions,
+                    "countdown",
+                    json!({"n": 0}),
+                    plan.e2e / 5,
+                    plan.e2e,
+                ))
+                .with_context(|| name.to_owned())?;
+            ensure!(load.calls > 0, "{name}: no call finished");
+            md.push_str(&format!(
+                "| {name} | {sessions} | {:.0} | {} | {} |\n",
+                load.calls_per_s,
+                fmt(load.percentile(0.5)),
+                fmt(load.percentile(0.99))
+            ));
+        }
     }
     // Keys left: the load above opened and closed its session; open a few more and end them.
     let during = {
