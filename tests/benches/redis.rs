@@ -201,7 +201,9 @@ fn main() -> Result<()> {
     // End to end, connections kept alive: the Spin app over Redis and over its own map.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     md.push_str(
-        "\n`tools/call` end to end (`countdown {n: 0}`, one kept-alive session, calls back to back):\n\n",
+        "\n`tools/call` end to end (`countdown {n: 0}`), each server over Redis beside itself without \
+         it: one session calling back to back, and 32 at once, each on its own kept-alive \
+         connection:\n\n",
     );
     md.push_str("| server | sessions | calls/s | p50 | p99 |\n| --- | ---: | ---: | ---: | ---: |\n");
     let prefix = resume_gate_tests::redis::fresh_prefix();
