@@ -140,19 +140,11 @@ impl TestServer {
     /// that hands each new connection to the other one (as [`TestServer::two_edges_over_redis`]).
     pub fn two_host_examples_over_redis() -> Self {
         let prefix = crate::redis::fresh_prefix();
-        let (runtime, listener) = runtime_and_listener();
-        let mut backends = Vec::new();
-        let mut apps = Vec::new();
-        for _ in 0..2 {
-            let app = app_over(crate::redis::shared().kv(&prefix));
-            let backend = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-            backends.push(backend.local_addr().unwrap());
-            runtime.spawn(host_example::serve::serve_on(app.clone(), backend, Tcp::NoDelay));
-            apps.push(app);
-        }
-        let addr = listener.local_addr().unwrap();
-        runtime.spawn(round_robin(listener, backends));
-        let app = Some(apps.swap_remove(0));
+        let apps: Vec<_> = (0..2).map(|_| app_over(crate::redis::shared().kv(&prefix))).collect();
+        let (runtime, addr) = behind_round_robin(2, |i, runtime, listener| {
+            runtime.spawn(host_example::serve::serve_on(apps[i].clone(), listener, Tcp::NoDelay));
+        });
+        let app = apps.into_iter().next();
         Self { addr, journal: PathBuf::new(), _dir: None, runtime: Some(runtime), app, edge: None }
     }
 
@@ -182,18 +174,7 @@ impl TestServer {
 
     /// The Spin app over `kv` (a Redis server of the caller's).
     pub fn edge_over(kv: resume_gate_redis::RedisKv) -> Self {
-        let host = edge_host_over(&Setup::default(), kv.into());
-        let (runtime, listener) = runtime_and_listener();
-        let addr = listener.local_addr().unwrap();
-        runtime.spawn(host.clone().serve_on(listener, edge_host::serve::Tcp::NoDelay));
-        Self {
-            addr,
-            journal: PathBuf::new(),
-            _dir: None,
-            runtime: Some(runtime),
-            app: None,
-            edge: Some(host),
-        }
+        Self::serve_edge(edge_host_over(&Setup::default(), kv.into()), Tcp::NoDelay)
     }
 
     /// Two Spin app hosts that share nothing but the tests' Redis server (each with its own
@@ -204,23 +185,11 @@ impl TestServer {
         let setup = Setup::default();
         let hosts: Vec<_> =
             (0..2).map(|_| edge_host_over(&setup, crate::redis::shared().kv(&prefix).into())).collect();
-        let (runtime, listener) = runtime_and_listener();
-        let mut backends = Vec::new();
-        for host in &hosts {
-            let backend = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
-            backends.push(backend.local_addr().unwrap());
-            runtime.spawn(host.clone().serve_on(backend, edge_host::serve::Tcp::NoDelay));
-        }
-        let addr = listener.local_addr().unwrap();
-        runtime.spawn(round_robin(listener, backends));
-        Self {
-            addr,
-            journal: PathBuf::new(),
-            _dir: None,
-            runtime: Some(runtime),
-            app: None,
-            edge: Some(hosts[0].clone()),
-        }
+        let (runtime, addr) = behind_round_robin(2, |i, runtime, listener| {
+            runtime.spawn(hosts[i].clone().serve_on(listener, edge_host::serve::Tcp::NoDelay));
+        });
+        let edge = hosts.into_iter().next();
+        Self { addr, journal: PathBuf::new(), _dir: None, runtime: Some(runtime), app: None, edge }
     }
 
     /// The Spin app set up as `setup` says: `--nagle` (the front's own write coalescing is all
@@ -232,10 +201,13 @@ impl TestServer {
         } else {
             MemoryKv::with_semantics(setup.kv_semantics).into()
         };
-        let host = edge_host_over(&setup, kv);
+        Self::serve_edge(edge_host_over(&setup, kv), setup.tcp)
+    }
+
+    fn serve_edge(host: std::sync::Arc<EdgeHost>, tcp: Tcp) -> Self {
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
-        let tcp = match setup.tcp {
+        let tcp = match tcp {
             Tcp::NoDelay => edge_host::serve::Tcp::NoDelay,
             Tcp::Nagle => edge_host::serve::Tcp::Nagle,
         };
@@ -285,6 +257,26 @@ fn edge_host_over(setup: &Setup, kv: SharedKv) -> std::sync::Arc<EdgeHost> {
     values.extend(setup.max_sessions.map(|n| (MAX_SESSIONS.to_owned(), n.to_string())));
     values.extend(setup.lease_ms.map(|ms| (LEASE_MS.to_owned(), ms.to_string())));
     EdgeHost::from_compiled(&compiled_edge_app(), kv, Variables::new(values)).expect("link the app")
+}
+
+/// A runtime with `hosts` servers, each started by `serve(i, runtime, listener)` on a loopback
+/// listener of its own, behind [`round_robin`]; the proxy's address.
+fn behind_round_robin(
+    hosts: usize,
+    mut serve: impl FnMut(usize, &tokio::runtime::Runtime, tokio::net::TcpListener),
+) -> (tokio::runtime::Runtime, SocketAddr) {
+    let (runtime, listener) = runtime_and_listener();
+    let backends = (0..hosts)
+        .map(|i| {
+            let backend = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+            let addr = backend.local_addr().unwrap();
+            serve(i, &runtime, backend);
+            addr
+        })
+        .collect();
+    let addr = listener.local_addr().unwrap();
+    runtime.spawn(round_robin(listener, backends));
+    (runtime, addr)
 }
 
 /// Hands each accepted connection to the next of `backends` in turn, bytes both ways. When
