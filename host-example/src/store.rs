@@ -89,16 +89,9 @@ use gate_kv::convert as kv_convert;
 
 forward_gate_api!(KvGateHost, kv_convert);
 
-/// The `append` journal in the store, as the Spin app keeps it: a counter numbers each line
-/// (concurrent processes never take the same number), then the line goes under its own key.
+/// The `append` journal in the store, kept as the Spin app keeps it.
 pub struct KvJournal {
     kv: SharedKv,
-}
-
-const COUNT_KEY: &str = "journal/count";
-
-fn line_key(n: i64) -> String {
-    format!("journal/line/{n:06}")
 }
 
 impl KvJournal {
@@ -107,31 +100,24 @@ impl KvJournal {
     }
 
     pub fn append(&self, line: &str) -> Result<u64, String> {
-        let mut kv = self.kv.clone();
-        let max = tools::MAX_JOURNAL_LINES as i64;
-        let n = kv.increment(COUNT_KEY, 1).map_err(|e| e.0)?;
-        if n > max {
-            let _ = kv.increment(COUNT_KEY, -1);
-            return Err(format!("the journal is full ({max} lines)"));
-        }
-        kv.set(&line_key(n), line.as_bytes()).map_err(|e| e.0)?;
-        u64::try_from(n).map_err(|_| "journal count out of range".to_owned())
+        tools::append_to_kv_journal(self, line)
     }
 
-    /// Up to `limit` lines from line `from` (0-based); stops at a line not stored yet.
     pub fn page(&self, from: u64, limit: u64) -> Result<tools::JournalPage, String> {
-        let mut kv = self.kv.clone();
-        let max = tools::MAX_JOURNAL_LINES as i64;
-        let total = kv.increment(COUNT_KEY, 0).map_err(|e| e.0)?.clamp(0, max);
-        let first = i64::try_from(from).unwrap_or(i64::MAX).saturating_add(1);
-        let last = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(first - 1).min(total);
-        let mut lines = Vec::new();
-        for n in first..=last {
-            match kv.get(&line_key(n)).map_err(|e| e.0)? {
-                Some(bytes) => lines.push(String::from_utf8_lossy(&bytes).into_owned()),
-                None => break,
-            }
-        }
-        Ok(tools::JournalPage { lines, total: u64::try_from(total).unwrap_or(0) })
+        tools::kv_journal_page(self, from, limit)
+    }
+}
+
+impl tools::JournalKv for KvJournal {
+    fn increment(&self, key: &str, delta: i64) -> Result<i64, String> {
+        self.kv.clone().increment(key, delta).map_err(|e| e.0)
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        self.kv.clone().get(key).map_err(|e| e.0)
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<(), String> {
+        self.kv.clone().set(key, value).map_err(|e| e.0)
     }
 }

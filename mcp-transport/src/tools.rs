@@ -51,6 +51,50 @@ pub struct JournalPage {
     pub total: u64,
 }
 
+/// The key-value calls of a journal kept in a store that many instances share (the Spin app,
+/// host-example `--store`): a counter numbers each line, so concurrent writers never take the
+/// same number, then the line goes under its own key.
+pub trait JournalKv {
+    fn increment(&self, key: &str, delta: i64) -> Result<i64, String>;
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String>;
+    fn set(&self, key: &str, value: &[u8]) -> Result<(), String>;
+}
+
+const JOURNAL_COUNT_KEY: &str = "journal/count";
+
+fn journal_line_key(n: i64) -> String {
+    format!("journal/line/{n:06}")
+}
+
+/// Appends a line to the journal in `kv` (at most [`MAX_JOURNAL_LINES`]); its number.
+pub fn append_to_kv_journal(kv: &impl JournalKv, line: &str) -> Result<u64, String> {
+    let max = MAX_JOURNAL_LINES as i64;
+    let n = kv.increment(JOURNAL_COUNT_KEY, 1)?;
+    if n > max {
+        let _ = kv.increment(JOURNAL_COUNT_KEY, -1);
+        return Err(format!("the journal is full ({max} lines)"));
+    }
+    kv.set(&journal_line_key(n), line.as_bytes())?;
+    u64::try_from(n).map_err(|_| "journal count out of range".to_owned())
+}
+
+/// Up to `limit` lines from line `from` (0-based) of the journal in `kv`; stops at a line whose
+/// writer has not stored it yet. The count is read by adding 0: a counter's bytes are the
+/// backend's own (8 bytes on SQLite, ASCII decimal on Redis).
+pub fn kv_journal_page(kv: &impl JournalKv, from: u64, limit: u64) -> Result<JournalPage, String> {
+    let total = kv.increment(JOURNAL_COUNT_KEY, 0)?.clamp(0, MAX_JOURNAL_LINES as i64);
+    let first = i64::try_from(from).unwrap_or(i64::MAX).saturating_add(1);
+    let last = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(first - 1).min(total);
+    let mut lines = Vec::new();
+    for n in first..=last {
+        match kv.get(&journal_line_key(n))? {
+            Some(bytes) => lines.push(String::from_utf8_lossy(&bytes).into_owned()),
+            None => break,
+        }
+    }
+    Ok(JournalPage { lines, total: u64::try_from(total).unwrap_or(0) })
+}
+
 /// A `tools/call`'s parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ToolCall {

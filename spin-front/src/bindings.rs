@@ -94,52 +94,35 @@ impl GateApi for ImportedGate {
     }
 }
 
-/// The `append` tool's journal in the key-value store: a counter allocates each line its
-/// number (so concurrent instances never take the same one), then the line goes under its own
-/// key. Bounded: at most [`Journal::MAX_LINES`] lines.
+/// The `append` tool's journal in the key-value store (`mcp_transport::tools::JournalKv`).
 pub struct Journal {
     bucket: store::Bucket,
 }
 
-const COUNT_KEY: &str = "journal/count";
-
 impl Journal {
-    const MAX_LINES: i64 = mcp_transport::tools::MAX_JOURNAL_LINES as i64;
-
     pub fn open() -> Result<Self, String> {
         store::open("default").map(|bucket| Self { bucket }).map_err(|e| format!("{e:?}"))
     }
 
     pub fn append(&self, line: &str) -> Result<u64, String> {
-        let n = atomics::increment(&self.bucket, COUNT_KEY, 1).map_err(|e| format!("{e:?}"))?;
-        if n > Self::MAX_LINES {
-            let _ = atomics::increment(&self.bucket, COUNT_KEY, -1);
-            return Err(format!("the journal is full ({} lines)", Self::MAX_LINES));
-        }
-        self.bucket.set(&line_key(n), line.as_bytes()).map_err(|e| format!("{e:?}"))?;
-        u64::try_from(n).map_err(|_| "journal count out of range".to_owned())
+        mcp_transport::tools::append_to_kv_journal(self, line)
     }
 
-    /// Up to `limit` lines from line `from` (0-based), in order; stops at a line whose
-    /// writer has not stored it yet.
     pub fn page(&self, from: u64, limit: u64) -> Result<mcp_transport::tools::JournalPage, String> {
-        // Read by adding 0: a counter's bytes are the backend's own (8 bytes on SQLite, ASCII
-        // decimal on Redis).
-        let count = atomics::increment(&self.bucket, COUNT_KEY, 0).map_err(|e| format!("{e:?}"))?;
-        let total = count.clamp(0, Self::MAX_LINES);
-        let first = i64::try_from(from).unwrap_or(i64::MAX).saturating_add(1);
-        let last = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(first - 1).min(total);
-        let mut lines = Vec::new();
-        for n in first..=last {
-            match self.bucket.get(&line_key(n)).map_err(|e| format!("{e:?}"))? {
-                Some(bytes) => lines.push(String::from_utf8_lossy(&bytes).into_owned()),
-                None => break,
-            }
-        }
-        Ok(mcp_transport::tools::JournalPage { lines, total: u64::try_from(total).unwrap_or(0) })
+        mcp_transport::tools::kv_journal_page(self, from, limit)
     }
 }
 
-fn line_key(n: i64) -> String {
-    format!("journal/line/{n:06}")
+impl mcp_transport::tools::JournalKv for Journal {
+    fn increment(&self, key: &str, delta: i64) -> Result<i64, String> {
+        atomics::increment(&self.bucket, key, delta).map_err(|e| format!("{e:?}"))
+    }
+
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String> {
+        self.bucket.get(key).map_err(|e| format!("{e:?}"))
+    }
+
+    fn set(&self, key: &str, value: &[u8]) -> Result<(), String> {
+        self.bucket.set(key, value).map_err(|e| format!("{e:?}"))
+    }
 }
