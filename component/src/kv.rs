@@ -6,14 +6,18 @@
 //! | key | value |
 //! | --- | --- |
 //! | `rg/sessions` | counter: open sessions (for `max-sessions`) |
-//! | `rg/s/{session}` | session record (epoch, standalone stream, listed streams) |
-//! | `rg/n/{session}` | counter: last stream number handed out |
-//! | `rg/r/{session}/{request}` | counter: claims of a JSON-RPC request id |
-//! | `rg/t/{session}/{stream}` | stream record (state, attachment, buffer index) |
-//! | `rg/e/{session}/{stream}/{key}` | one event's data |
+//! | `rg/{session}/s` | session record (epoch, standalone stream, listed streams) |
+//! | `rg/{session}/n` | counter: last stream number handed out |
+//! | `rg/{session}/r/{request}` | counter: claims of a JSON-RPC request id |
+//! | `rg/{session}/t/{stream}` | stream record (state, attachment, buffer index) |
+//! | `rg/{session}/e/{stream}/{key}` | one event's data |
+//! | `rg/{session}/p` | the admission-queue slot the session is queued in |
 //! | `rg/q/tail`, `rg/q/head` | counters: the admission queue's ends |
 //! | `rg/q/{slot}` | the session queued in that slot |
-//! | `rg/p/{session}` | the slot the session is queued in |
+//!
+//! Every key of a session carries the session's id in braces, a Redis Cluster hash tag: a
+//! cluster keeps all of a session's keys on one shard, and sessions spread over the shards.
+//! The gate never touches two keys in one call, so only the three global keys are shared.
 //!
 //! Admission at `max-sessions` needs the session idle longest that holds no work, and a
 //! key-value store has no ordered index to ask. Sessions therefore queue in creation order;
@@ -44,8 +48,9 @@
 //! - a counter's raw bytes are never decoded (SQLite stores 8 little-endian bytes, Redis ASCII
 //!   decimal): it is read with `increment(key, 0)`.
 //!
-//! Values are a format byte, the version, the writers' tokens, then postcard. Session ids are escaped (`%`
-//! and `/`) so that no key of one session is a prefix-collision with another's.
+//! Values are a format byte, the version, the writers' tokens, then postcard. Session ids are
+//! escaped (`%`, `/`, `{`, `}`) so that no key of one session is a prefix of another's and the
+//! hash tag is the whole id.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -288,23 +293,40 @@ fn decode<T: DeserializeOwned>(key: &str, value: Option<&[u8]>) -> Result<(Optio
 }
 
 fn escape(session: &str) -> String {
-    session.replace('%', "%25").replace('/', "%2F")
+    let mut out = String::with_capacity(session.len());
+    for c in session.chars() {
+        match c {
+            '%' => out.push_str("%25"),
+            '/' => out.push_str("%2F"),
+            '{' => out.push_str("%7B"),
+            '}' => out.push_str("%7D"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
-fn session_key(session: &str) -> String {
-    format!("rg/s/{}", escape(session))
+fn unescape(escaped: &str) -> String {
+    escaped.replace("%2F", "/").replace("%7B", "{").replace("%7D", "}").replace("%25", "%")
+}
+
+/// The session record's key.
+pub fn session_key(session: &str) -> String {
+    format!("rg/{{{}}}/s", escape(session))
 }
 
 fn stream_counter_key(session: &str) -> String {
-    format!("rg/n/{}", escape(session))
+    format!("rg/{{{}}}/n", escape(session))
 }
 
-fn stream_key(session: &str, no: StreamNo) -> String {
-    format!("rg/t/{}/{no}", escape(session))
+/// The key of a stream's record.
+pub fn stream_key(session: &str, no: StreamNo) -> String {
+    format!("rg/{{{}}}/t/{no}", escape(session))
 }
 
-fn event_key(session: &str, no: StreamNo, key: EventKey) -> String {
-    format!("rg/e/{}/{no}/{key:016x}", escape(session))
+/// The key of one event's data.
+pub fn event_key(session: &str, no: StreamNo, key: EventKey) -> String {
+    format!("rg/{{{}}}/e/{no}/{key:016x}", escape(session))
 }
 
 fn queue_key(slot: i64) -> String {
@@ -312,15 +334,50 @@ fn queue_key(slot: i64) -> String {
 }
 
 fn slot_key(session: &str) -> String {
-    format!("rg/p/{}", escape(session))
+    format!("rg/{{{}}}/p", escape(session))
 }
 
-fn claim_key(session: &str, id: &RequestId) -> String {
+/// The key of a request id's claim.
+pub fn claim_key(session: &str, id: &RequestId) -> String {
     let id = match id {
         RequestId::Number(n) => format!("n{n}"),
         RequestId::Text(t) => format!("t{}", hex::encode(&Sha256::digest(t.as_bytes())[..16])),
     };
-    format!("rg/r/{}/{id}", escape(session))
+    format!("rg/{{{}}}/r/{id}", escape(session))
+}
+
+/// Every global key; all others belong to one session.
+pub fn is_global_key(key: &str) -> bool {
+    key == SESSION_COUNT || key.starts_with("rg/q/")
+}
+
+/// What a key of the layout holds: for tests and tools that look into a store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyKind {
+    Session,
+    StreamCounter,
+    QueueSlot,
+    Stream(StreamNo),
+    Event(StreamNo),
+    Claim,
+}
+
+/// The session a key belongs to (unescaped) and what it holds; `None` for a global key or one
+/// outside the layout.
+pub fn parse_key(key: &str) -> Option<(String, KeyKind)> {
+    let rest = key.strip_prefix("rg/{")?;
+    let (session, rest) = rest.split_once("}/")?;
+    let mut parts = rest.split('/');
+    let kind = match (parts.next()?, parts.next(), parts.next(), parts.next()) {
+        ("s", None, ..) => KeyKind::Session,
+        ("n", None, ..) => KeyKind::StreamCounter,
+        ("p", None, ..) => KeyKind::QueueSlot,
+        ("r", Some(_), None, _) => KeyKind::Claim,
+        ("t", Some(no), None, _) => KeyKind::Stream(no.parse().ok()?),
+        ("e", Some(no), Some(_), None) => KeyKind::Event(no.parse().ok()?),
+        _ => return None,
+    };
+    Some((unescape(session), kind))
 }
 
 impl<K: Kv> Store for KvStore<K> {

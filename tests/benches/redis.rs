@@ -3,8 +3,8 @@
 //!
 //! - `on-emit` (128 B) and a resume of k = 10 events, with 10² and 10⁴ events buffered, for the
 //!   native core over Redis and the gate-kv component in wasmtime over Redis; with one host,
-//!   and with two hosts working at once (each its own connection and instance, on its own
-//!   thread and session: what two processes on one shard do).
+//!   and with two host processes working at once (each its own connection, instance and
+//!   session: the second is this binary again, started with `RESUME_GATE_BENCH_PEER`).
 //! - `tools/call` end to end (`countdown {n: 0}`, one and 32 kept-alive sessions): host-example
 //!   and edge-host (the Spin app) over Redis, each beside itself without it.
 //! - Keys in Redis after the end-to-end run, against the sessions still open, and after those
@@ -61,9 +61,16 @@ struct Timings {
     resume: Vec<Duration>,
 }
 
-/// One host's share: a session with a request stream holding `buffered` events, then
-/// `samples` emits and `samples` resumes of the last ten events.
-fn one_host(side: Side, kv: RedisKv, seed: u64, buffered: usize, samples: usize) -> Result<Timings> {
+/// One host's session: a request stream holding `buffered` events, ready to measure.
+struct Host {
+    d: Box<dyn Driver + Send>,
+    session: String,
+    stream: u64,
+    data: String,
+    ids: Vec<String>,
+}
+
+fn prepare(side: Side, kv: RedisKv, seed: u64, buffered: usize) -> Result<Host> {
     let mut d = side.driver(kv, seed)?;
     let config = Config { max_events_per_stream: buffered as u32, ..Config::default() };
     d.configure(&config)?.map_err(|e| anyhow::anyhow!("configure: {e:?}"))?;
@@ -77,82 +84,139 @@ fn one_host(side: Side, kv: RedisKv, seed: u64, buffered: usize, samples: usize)
     for _ in 0..buffered {
         ids.push(d.emit(&session, opened.stream, &data)?.map_err(|e| anyhow::anyhow!("{e:?}"))?.id);
     }
+    Ok(Host { d, session, stream: opened.stream, data, ids })
+}
+
+/// `samples` emits, then `samples` resumes of the last ten events; ends the session.
+fn measure(mut h: Host, samples: usize) -> Result<Timings> {
     let mut emit = Vec::with_capacity(samples);
     for _ in 0..samples {
         let t = Instant::now();
-        let event = d.emit(&session, opened.stream, &data)?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let event = h.d.emit(&h.session, h.stream, &h.data)?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
         emit.push(t.elapsed());
-        ids.push(event.id);
+        h.ids.push(event.id);
     }
-    let cursor = ids[ids.len() - 11].clone();
+    let cursor = h.ids[h.ids.len() - 11].clone();
     let mut resume = Vec::with_capacity(samples);
     for _ in 0..samples {
         let t = Instant::now();
-        let decision = d.reconnect(&session, cursor.as_bytes(), &Origin::Standalone)?;
+        let decision = h.d.reconnect(&h.session, cursor.as_bytes(), &Origin::Standalone)?;
         resume.push(t.elapsed());
         match decision {
             Ok(Decision::Resume(r)) => ensure!(r.events.len() == 10, "resumed {} events", r.events.len()),
             other => anyhow::bail!("expected a resume of 10 events: {other:?}"),
         }
     }
-    d.end_session(&session)?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    h.d.end_session(&h.session)?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
     emit.sort();
     resume.sort();
     Ok(Timings { emit, resume })
 }
 
-/// `hosts` hosts at once, each on its own thread with its own connection.
+/// Set in the environment of the second host process: `side buffered samples seed url`.
+const PEER: &str = "RESUME_GATE_BENCH_PEER";
+
+/// The second host, in a process of its own (this binary again): prepares, says `ready`,
+/// measures on `go` and prints its latencies in nanoseconds, one line per operation.
+fn peer(spec: &str) -> Result<()> {
+    use std::io::{BufRead, Write};
+    let [side, buffered, samples, seed, url] = spec.split(' ').collect::<Vec<_>>()[..] else {
+        anyhow::bail!("{PEER}: expected `side buffered samples seed url`, got {spec:?}");
+    };
+    let side = if side == "native" { Side::Native } else { Side::Component };
+    let kv = RedisKv::connect(url).map_err(|e| anyhow::anyhow!(e.0))?;
+    let host = prepare(side, kv, seed.parse()?, buffered.parse()?)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "ready")?;
+    out.flush()?;
+    std::io::stdin().lock().read_line(&mut String::new())?;
+    let t = measure(host, samples.parse()?)?;
+    for op in [&t.emit, &t.resume] {
+        let ns: Vec<String> = op.iter().map(|d| d.as_nanos().to_string()).collect();
+        writeln!(out, "{}", ns.join(" "))?;
+    }
+    Ok(())
+}
+
+/// One host in this process, and with `two_processes` a second in a process of its own, each
+/// with its own connection, instance and session, measuring at once.
 fn hosts_at_once(
     side: Side,
     server: &RedisServer,
-    hosts: usize,
+    two_processes: bool,
     buffered: usize,
     samples: usize,
 ) -> Result<Timings> {
-    let handles: Vec<_> = (0..hosts)
-        .map(|h| {
-            let kv = RedisKv::connect(&server.url()).map_err(|e| anyhow::anyhow!(e.0));
-            std::thread::spawn(move || one_host(side, kv?, 11 + h as u64, buffered, samples))
-        })
-        .collect();
-    let mut all = Timings { emit: Vec::new(), resume: Vec::new() };
-    for h in handles {
-        let t = h.join().map_err(|_| anyhow::anyhow!("a host thread panicked"))??;
-        all.emit.extend(t.emit);
-        all.resume.extend(t.resume);
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::{Command, Stdio};
+    let kv = RedisKv::connect(&server.url()).map_err(|e| anyhow::anyhow!(e.0))?;
+    let mine = prepare(side, kv, 11, buffered)?;
+    if !two_processes {
+        return measure(mine, samples);
     }
-    all.emit.sort();
-    all.resume.sort();
+    let name = match side {
+        Side::Native => "native",
+        Side::Component => "component",
+    };
+    let mut child = Command::new(std::env::current_exe()?)
+        .env(PEER, format!("{name} {buffered} {samples} 12 {}", server.url()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("starting the second host process")?;
+    let mut from_peer = BufReader::new(child.stdout.take().context("peer stdout")?);
+    let mut line = String::new();
+    from_peer.read_line(&mut line)?;
+    ensure!(line.trim() == "ready", "the second host did not get ready: {line:?}");
+    writeln!(child.stdin.take().context("peer stdin")?, "go")?;
+    let mut all = measure(mine, samples)?;
+    for op in [&mut all.emit, &mut all.resume] {
+        line.clear();
+        from_peer.read_line(&mut line)?;
+        for ns in line.split_whitespace() {
+            op.push(Duration::from_nanos(ns.parse()?));
+        }
+        op.sort();
+    }
+    ensure!(child.wait()?.success(), "the second host process failed");
+    ensure!(all.emit.len() == 2 * samples, "the second host sent {} emit timings", all.emit.len() - samples);
     Ok(all)
 }
 
 /// Keys and bytes (key plus value, as stored) by kind of record, for the capacity notes.
 fn key_classes(kv: &RedisKv, keys: &[String]) -> Result<String> {
     use resume_gate::kv::Kv;
-    let kinds = [
-        ("rg/s/", "session record"),
-        ("rg/n/", "session's stream counter"),
-        ("rg/p/", "session's admission-queue slot"),
-        ("rg/q/", "admission queue entry (and its two ends)"),
-        ("rg/t/", "stream record"),
-        ("rg/r/", "request-id claim"),
-        ("rg/e/", "event data"),
-        ("rg/sessions", "session count"),
-        ("journal/", "the `append` tool's journal (the app's, not the gate's)"),
+    use resume_gate::kv::{KeyKind, parse_key};
+    let kinds: [(&str, &str, fn(&str) -> bool); 9] = [
+        ("rg/{session}/s", "session record", |k| matches!(parse_key(k), Some((_, KeyKind::Session)))),
+        ("rg/{session}/n", "session's stream counter", |k| {
+            matches!(parse_key(k), Some((_, KeyKind::StreamCounter)))
+        }),
+        ("rg/{session}/p", "session's admission-queue slot", |k| {
+            matches!(parse_key(k), Some((_, KeyKind::QueueSlot)))
+        }),
+        ("rg/q/…", "admission queue entry (and its two ends)", |k| k.starts_with("rg/q/")),
+        ("rg/{session}/t/…", "stream record", |k| matches!(parse_key(k), Some((_, KeyKind::Stream(_))))),
+        ("rg/{session}/r/…", "request-id claim", |k| matches!(parse_key(k), Some((_, KeyKind::Claim)))),
+        ("rg/{session}/e/…", "event data", |k| matches!(parse_key(k), Some((_, KeyKind::Event(_))))),
+        ("rg/sessions", "session count", |k| k == "rg/sessions"),
+        ("journal/…", "the `append` tool's journal (the app's, not the gate's)", |k| {
+            k.starts_with("journal/")
+        }),
     ];
     let mut kv = kv.clone();
     let mut out = String::from(
         "\nWhat Redis holds with 10 sessions open, each after one `append` and one `countdown {n: 3}`:\n",
     );
     out.push_str("\n| key | what | keys | bytes (key + value), mean |\n| --- | --- | ---: | ---: |\n");
-    for (prefix, what) in kinds {
-        let mine: Vec<&String> = keys.iter().filter(|k| k.starts_with(prefix)).collect();
+    for (pattern, what, is) in kinds {
+        let mine: Vec<&String> = keys.iter().filter(|k| is(k)).collect();
         let mut bytes = 0;
         for key in &mine {
             bytes += key.len() + kv.get(key).map_err(|e| anyhow::anyhow!(e.0))?.map_or(0, |v| v.len());
         }
         let mean = if mine.is_empty() { 0 } else { bytes / mine.len() };
-        out.push_str(&format!("| `{prefix}…` | {what} | {} | {mean} |\n", mine.len()));
+        out.push_str(&format!("| `{pattern}` | {what} | {} | {mean} |\n", mine.len()));
     }
     Ok(out)
 }
@@ -167,6 +231,9 @@ fn p50_p99(sorted: &[Duration]) -> String {
 }
 
 fn main() -> Result<()> {
+    if let Ok(spec) = std::env::var(PEER) {
+        return peer(&spec);
+    }
     let full = std::env::args().any(|a| a == "--bench");
     let plan = if full {
         Plan { samples: 300, buffered: &[100, 10_000], e2e: Duration::from_secs(3), sessions: &[1, 32] }
@@ -177,8 +244,8 @@ fn main() -> Result<()> {
     let mut md = String::from("### 7. On Redis\n\n");
     md.push_str(&format!(
         "valkey-server over loopback (no persistence), 128 B events, {} samples per cell per host; \
-         p50 / p99. Two hosts: two threads, each with its own connection, instance and session, \
-         at once.\n\n",
+         p50 / p99. Two hosts: two processes, each with its own connection, instance and session, \
+         measuring at once.\n\n",
         plan.samples
     ));
     md.push_str("| side | buffered | hosts | `on-emit` p50 / p99 | resume k = 10 p50 / p99 |\n");
@@ -186,8 +253,8 @@ fn main() -> Result<()> {
     for side in [Side::Native, Side::Component] {
         for &buffered in plan.buffered {
             for hosts in [1, 2] {
-                eprintln!("{} at {buffered} buffered, {hosts} host(s)", side.name());
-                let t = hosts_at_once(side, &server, hosts, buffered, plan.samples)?;
+                eprintln!("{} at {buffered} buffered, {hosts} host process(es)", side.name());
+                let t = hosts_at_once(side, &server, hosts == 2, buffered, plan.samples)?;
                 md.push_str(&format!(
                     "| {} | {buffered} | {hosts} | {} | {} |\n",
                     side.name(),

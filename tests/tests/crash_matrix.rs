@@ -12,7 +12,10 @@
 
 use std::collections::BTreeSet;
 
-use resume_gate::kv::{Kv, KvStore, MemoryKv, Watched, is_record, read_record};
+use resume_gate::kv::{
+    KeyKind, Kv, KvStore, MemoryKv, Watched, claim_key, event_key, is_global_key, is_record, parse_key,
+    read_record, session_key, stream_key,
+};
 use resume_gate::session::SessionMeta;
 use resume_gate::stream::StreamMeta;
 use resume_gate::{Config, Decision, Gate, GateError, Origin, RequestId, StoreError};
@@ -186,17 +189,31 @@ fn check(kv: &MemoryKv, b: &Baseline, op: &str, kill: u64, may_end: bool) -> Fin
     Findings { orphans: orphans(kv).len(), count_drift: count_drifts(kv), blocked_claim }
 }
 
-fn records(kv: &MemoryKv, prefix: &str) -> Vec<(String, Vec<u8>)> {
-    kv.snapshot().into_iter().filter(|(k, v)| k.starts_with(prefix) && is_record(v)).collect()
+/// The live records of one kind (`session`: `None` for every session's).
+fn records(kv: &MemoryKv, session: Option<&str>, kind: fn(KeyKind) -> bool) -> Vec<(String, Vec<u8>)> {
+    kv.snapshot()
+        .into_iter()
+        .filter(|(k, v)| {
+            is_record(v) && parse_key(k).is_some_and(|(s, k)| kind(k) && session.is_none_or(|want| s == want))
+        })
+        .collect()
+}
+
+fn is_session(kind: KeyKind) -> bool {
+    kind == KeyKind::Session
+}
+
+fn is_stream(kind: KeyKind) -> bool {
+    matches!(kind, KeyKind::Stream(_))
 }
 
 fn listed_request(kv: &MemoryKv, id: i64) -> bool {
     let Some(session) =
-        records(kv, &format!("rg/s/{A}")).first().and_then(|(_, v)| read_record::<SessionMeta>(v))
+        records(kv, Some(A), is_session).first().and_then(|(_, v)| read_record::<SessionMeta>(v))
     else {
         return false;
     };
-    records(kv, &format!("rg/t/{A}/"))
+    records(kv, Some(A), is_stream)
         .iter()
         .filter_map(|(_, v)| read_record::<StreamMeta>(v))
         .any(|st| session.streams.contains(&st.no) && st.origin == Origin::Request(RequestId::Number(id)))
@@ -204,21 +221,19 @@ fn listed_request(kv: &MemoryKv, id: i64) -> bool {
 
 fn count_drifts(kv: &MemoryKv) -> bool {
     let counted = kv.clone().increment("rg/sessions", 0).unwrap();
-    counted != records(kv, "rg/s/").len() as i64
+    counted != records(kv, None, is_session).len() as i64
 }
 
 /// Keys no live record leads to: event data no stream lists, streams no session lists, claims
 /// and counters of sessions that are gone.
 fn orphans(kv: &MemoryKv) -> Vec<String> {
     let sessions: Vec<SessionMeta> =
-        records(kv, "rg/s/").iter().filter_map(|(_, v)| read_record(v)).collect();
+        records(kv, None, is_session).iter().filter_map(|(_, v)| read_record(v)).collect();
     let mut reachable: BTreeSet<String> = BTreeSet::new();
     for s in &sessions {
-        reachable.insert(format!("rg/s/{}", s.id));
-        reachable.insert(format!("rg/n/{}", s.id));
-        reachable.insert(format!("rg/p/{}", s.id));
+        reachable.insert(session_key(&s.id));
         for no in &s.streams {
-            let key = format!("rg/t/{}/{no}", s.id);
+            let key = stream_key(&s.id, *no);
             let Some(st) = kv
                 .snapshot()
                 .into_iter()
@@ -229,15 +244,24 @@ fn orphans(kv: &MemoryKv) -> Vec<String> {
             };
             reachable.insert(key);
             for b in &st.buffer {
-                reachable.insert(format!("rg/e/{}/{no}/{:016x}", s.id, b.key));
+                reachable.insert(event_key(&s.id, *no, b.key));
             }
-            if let Origin::Request(RequestId::Number(n)) = st.origin {
-                reachable.insert(format!("rg/r/{}/n{n}", s.id));
+            if let Origin::Request(id) = &st.origin {
+                reachable.insert(claim_key(&s.id, id));
             }
         }
     }
-    let global = |k: &str| k == "rg/sessions" || k.starts_with("rg/q/");
-    kv.snapshot().into_iter().map(|(k, _)| k).filter(|k| !global(k) && !reachable.contains(k)).collect()
+    // A live session's counter and queue slot are reachable from its id.
+    let of_live_session = |k: &str| {
+        parse_key(k).is_some_and(|(id, kind)| {
+            matches!(kind, KeyKind::StreamCounter | KeyKind::QueueSlot) && sessions.iter().any(|s| s.id == id)
+        })
+    };
+    kv.snapshot()
+        .into_iter()
+        .map(|(k, _)| k)
+        .filter(|k| !is_global_key(k) && !of_live_session(k) && !reachable.contains(k))
+        .collect()
 }
 
 #[test]

@@ -119,3 +119,63 @@ fn a_restart_fails_calls_meanwhile_and_keeps_the_data() {
     };
     assert_eq!(value.as_deref(), Some(&b"yes"[..]));
 }
+
+/// The slot-deciding part of a key, as Redis Cluster computes it: the text between the first
+/// `{` and the next `}`, when not empty; else the whole key.
+fn hash_tag(key: &str) -> &str {
+    key.find('{')
+        .and_then(|open| {
+            let rest = &key[open + 1..];
+            rest.find('}').filter(|close| *close > 0).map(|close| &rest[..close])
+        })
+        .unwrap_or(key)
+}
+
+#[test]
+fn every_key_of_a_session_carries_its_hash_tag_and_nothing_else_does() {
+    use resume_gate::kv::{KeyKind, KvStore, is_global_key, parse_key};
+    use resume_gate::{Config, Decision, Gate, Origin, RequestId};
+
+    let kv = fresh_kv();
+    let mut gate = Gate::new(Config::default(), KvStore::new(kv.clone(), 7)).unwrap();
+    let sessions = ["plain", "a{b}c", "}{", "x/y%2F{z}", "%7B"];
+    for (i, s) in sessions.iter().enumerate() {
+        gate.open_session(s, 1, [i as u8; 8]).unwrap();
+        let standalone = gate.open_stream(s, Origin::Standalone, 1).unwrap();
+        let call = gate.open_stream(s, Origin::Request(RequestId::Text(format!("r{{{i}}}"))), 1).unwrap();
+        gate.emit(s, call.stream, "progress".into(), 1).unwrap();
+        gate.emit(s, standalone.stream, "note".into(), 1).unwrap();
+        let resumed = gate.reconnect(s, call.priming.id.as_bytes(), Origin::Standalone, 2).unwrap();
+        assert!(matches!(resumed, Decision::Resume(_)), "{s}: {resumed:?}");
+    }
+    let keys = kv.keys().unwrap();
+    let mut kinds = std::collections::HashSet::new();
+    let mut tags = BTreeSet::new();
+    for key in &keys {
+        if is_global_key(key) {
+            continue;
+        }
+        let (session, kind) = parse_key(key).unwrap_or_else(|| panic!("{key}: outside the layout"));
+        assert!(sessions.contains(&session.as_str()), "{key}: names {session:?}");
+        let tag = hash_tag(key);
+        assert!(!tag.contains(['{', '}', '/']), "{key}: the tag is the escaped id alone");
+        assert_eq!(hash_tag(&resume_gate::kv::session_key(&session)), tag, "{key}: its session's tag");
+        tags.insert(tag.to_owned());
+        kinds.insert(std::mem::discriminant(&kind));
+    }
+    assert_eq!(tags.len(), sessions.len(), "one tag per session, no two alike");
+    let every_kind = [
+        KeyKind::Session,
+        KeyKind::StreamCounter,
+        KeyKind::QueueSlot,
+        KeyKind::Stream(1),
+        KeyKind::Event(1),
+        KeyKind::Claim,
+    ];
+    assert_eq!(kinds.len(), every_kind.len(), "every per-session kind was written: {keys:?}");
+    for s in sessions {
+        gate.end_session(s).unwrap();
+    }
+    let left: Vec<String> = kv.keys().unwrap().into_iter().filter(|k| !is_global_key(k)).collect();
+    assert!(left.is_empty(), "keys of ended sessions: {left:?}");
+}

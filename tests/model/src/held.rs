@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use resume_gate::kv::{MemoryKv, is_record};
+use resume_gate::kv::{KeyKind, MemoryKv, is_record, parse_key, session_key};
 use resume_gate::{MemoryStats, MemoryStore};
 
 pub trait Held {
@@ -23,29 +23,24 @@ impl Held for MemoryStore {
 /// A key-value store, read through the key layout documented in `resume_gate::kv`.
 pub struct KvView<'a>(pub &'a MemoryKv);
 
-pub fn escaped(session: &str) -> String {
-    session.replace('%', "%25").replace('/', "%2F")
-}
-
 impl Held for KvView<'_> {
     fn has_session(&self, id: &str) -> bool {
-        let key = format!("rg/s/{}", escaped(id));
+        let key = session_key(id);
         self.0.snapshot().iter().any(|(k, v)| *k == key && is_record(v))
     }
 
     fn stats(&self) -> MemoryStats {
         let mut sessions = BTreeSet::new();
         let mut streams: BTreeMap<String, usize> = BTreeMap::new();
-        let mut events: BTreeMap<(String, String), (usize, u64)> = BTreeMap::new();
+        let mut events: BTreeMap<(String, u64), (usize, u64)> = BTreeMap::new();
         for (key, value) in self.0.snapshot() {
-            let parts: Vec<&str> = key.split('/').collect();
-            match parts.as_slice() {
-                ["rg", "s", s] if is_record(&value) => {
-                    sessions.insert(s.to_string());
+            match parse_key(&key) {
+                Some((s, KeyKind::Session)) if is_record(&value) => {
+                    sessions.insert(s);
                 }
-                ["rg", "t", s, _] if is_record(&value) => *streams.entry(s.to_string()).or_default() += 1,
-                ["rg", "e", s, no, _] => {
-                    let e = events.entry((s.to_string(), no.to_string())).or_default();
+                Some((s, KeyKind::Stream(_))) if is_record(&value) => *streams.entry(s).or_default() += 1,
+                Some((s, KeyKind::Event(no))) => {
+                    let e = events.entry((s, no)).or_default();
                     e.0 += 1;
                     e.1 += value.len() as u64;
                 }
