@@ -17,7 +17,8 @@
 //!
 //! Every key of a session carries the session's id in braces, a Redis Cluster hash tag: a
 //! cluster keeps all of a session's keys on one shard, and sessions spread over the shards.
-//! The gate never touches two keys in one call, so only the three global keys are shared.
+//! The gate never touches two keys in one call, so nothing needs keys on one shard but a
+//! session's; the session count and the admission queue are shared by all sessions.
 //!
 //! Admission at `max-sessions` needs the session idle longest that holds no work, and a
 //! key-value store has no ordered index to ask. Sessions therefore queue in creation order;
