@@ -2,7 +2,7 @@
 //! `RESUME_GATE_WASM` (see the `wasm-build` crate). `RESUME_GATE_WASM_OVERRIDE` points at a
 //! prebuilt one instead.
 
-use wasm_build::{Wasm, rerun_if_changed, workspace_root};
+use wasm_build::{GATE_MEMORY, rerun_if_changed, workspace_root};
 
 fn main() {
     let root = workspace_root();
@@ -12,6 +12,5 @@ fn main() {
         println!("cargo:rustc-env=RESUME_GATE_WASM={}", std::path::PathBuf::from(path).display());
         return;
     }
-    let gate = Wasm { package: "resume-gate", features: &["component"], target_subdir: "component" };
-    println!("cargo:rustc-env=RESUME_GATE_WASM={}", gate.build(&root).display());
+    println!("cargo:rustc-env=RESUME_GATE_WASM={}", GATE_MEMORY.build(&root).display());
 }

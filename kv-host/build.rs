@@ -2,7 +2,7 @@
 //! `RESUME_GATE_KV_WASM`. `RESUME_GATE_KV_WASM_OVERRIDE` points at a prebuilt one instead (the
 //! fuzzer's nightly build uses the one the stable toolchain built).
 
-use wasm_build::{Wasm, rerun_if_changed, workspace_root};
+use wasm_build::{GATE_KV, rerun_if_changed, workspace_root};
 
 fn main() {
     let root = workspace_root();
@@ -12,6 +12,5 @@ fn main() {
         println!("cargo:rustc-env=RESUME_GATE_KV_WASM={}", std::path::PathBuf::from(path).display());
         return;
     }
-    let gate = Wasm { package: "resume-gate", features: &["component-kv"], target_subdir: "component-kv" };
-    println!("cargo:rustc-env=RESUME_GATE_KV_WASM={}", gate.build(&root).display());
+    println!("cargo:rustc-env=RESUME_GATE_KV_WASM={}", GATE_KV.build(&root).display());
 }

@@ -25,7 +25,7 @@ const { values: args } = parseArgs({
   options: {
     out: { type: "string" },
     quick: { type: "boolean", default: false },
-    wasm: { type: "string", default: resolve(here, "../../target/component/wasm32-wasip2/component/resume_gate.wasm") },
+    wasm: { type: "string", default: resolve(here, "../../target/component/resume_gate.wasm") },
   },
 });
 const QUICK = args.quick;

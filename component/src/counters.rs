@@ -20,8 +20,13 @@ pub struct Counters {
 
 impl Counters {
     pub(crate) fn count_fresh(&mut self, reason: StaleReason) {
+        self.add_fresh(reason, 1);
+    }
+
+    /// Adds `n` fresh decisions of `reason` (a host summing what a component reported).
+    pub fn add_fresh(&mut self, reason: StaleReason, n: u64) {
         if let Some(i) = StaleReason::ALL.iter().position(|r| *r == reason) {
-            self.fresh[i] += 1;
+            self.fresh[i] = self.fresh[i].saturating_add(n);
         }
     }
 

@@ -1,12 +1,12 @@
 //! Conversions between the WIT types of `mcp:resume-gate/types`, as any bindings generator
-//! spells them (wasmtime's `bindgen!` in a host, wit-bindgen in a front that imports the
-//! gate), and the core's types. One definition for every embedding: invoke
-//! [`wit_conversions!`](crate::wit_conversions) in a module where `wit` names the generated
-//! `types` module.
+//! spells them (wasmtime's `bindgen!` in a host, wit-bindgen in the component that exports the
+//! gate and in a front that imports it), and the core's types, in both directions. One
+//! definition for every embedding: invoke [`wit_conversions!`](crate::wit_conversions) in a
+//! module where `wit` names the generated `types` module.
 
-/// Defines `to_wit_config`, `from_wit_config`, `to_wit_request_id`, `to_wit_origin`, `from_wit_request_id`,
-/// `from_wit_event`, `from_wit_opened`, `from_wit_reason`, `from_wit_decision`,
-/// `from_wit_polled` and `from_wit_error` in the calling module, over its `wit` path.
+/// Defines `to_wit_*` (core → WIT) and `from_wit_*` (WIT → core) for every type that crosses
+/// the boundary, in the calling module, over its `wit` path. What a caller still holds is
+/// converted from a reference (`Config`, `RequestId`, `Origin`); results are moved.
 #[macro_export]
 macro_rules! wit_conversions {
     () => {
@@ -114,6 +114,121 @@ macro_rules! wit_conversions {
                 events: p.events.into_iter().map(from_wit_event).collect(),
                 done: p.done,
                 stranded: p.stranded.map(from_wit_request_id),
+            }
+        }
+
+        pub fn from_wit_counters(c: wit::Counters) -> $crate::Counters {
+            let mut counters = $crate::Counters {
+                sessions: c.sessions,
+                events_emitted: c.events_emitted,
+                resumes: c.resumes,
+                events_replayed: c.events_replayed,
+                evicted_events: c.evicted_events,
+                expired_streams: c.expired_streams,
+                reclaimed_sessions: c.reclaimed_sessions,
+                errors: c.errors,
+                ..$crate::Counters::default()
+            };
+            for f in c.fresh {
+                counters.add_fresh(from_wit_reason(f.reason), f.count);
+            }
+            counters
+        }
+
+        pub fn from_wit_origin(o: wit::Origin) -> $crate::Origin {
+            match o {
+                wit::Origin::Standalone => $crate::Origin::Standalone,
+                wit::Origin::Request(id) => $crate::Origin::Request(from_wit_request_id(id)),
+            }
+        }
+
+        pub fn to_wit_event(e: $crate::Event) -> wit::Event {
+            wit::Event {
+                id: e.id,
+                stream: e.stream,
+                seq: e.seq,
+                data: e.data,
+                retry_ms: e.retry_ms,
+                terminal: e.terminal,
+            }
+        }
+
+        pub fn to_wit_opened(o: $crate::Opened) -> wit::Opened {
+            wit::Opened { stream: o.stream, attachment: o.attachment, priming: to_wit_event(o.priming) }
+        }
+
+        pub fn to_wit_polled(p: $crate::Polled) -> wit::Polled {
+            wit::Polled {
+                events: p.events.into_iter().map(to_wit_event).collect(),
+                done: p.done,
+                stranded: p.stranded.as_ref().map(to_wit_request_id),
+            }
+        }
+
+        pub fn to_wit_reason(r: $crate::StaleReason) -> wit::StaleReason {
+            match r {
+                $crate::StaleReason::Malformed => wit::StaleReason::Malformed,
+                $crate::StaleReason::Forged => wit::StaleReason::Forged,
+                $crate::StaleReason::OtherSession => wit::StaleReason::OtherSession,
+                $crate::StaleReason::EpochChanged => wit::StaleReason::EpochChanged,
+                $crate::StaleReason::Unknown => wit::StaleReason::Unknown,
+                $crate::StaleReason::PostNeverResumes => wit::StaleReason::PostNeverResumes,
+                $crate::StaleReason::Completed => wit::StaleReason::Completed,
+                $crate::StaleReason::Aborted => wit::StaleReason::Aborted,
+                $crate::StaleReason::Superseded => wit::StaleReason::Superseded,
+                $crate::StaleReason::Evicted => wit::StaleReason::Evicted,
+            }
+        }
+
+        pub fn to_wit_decision(d: $crate::Decision) -> wit::Decision {
+            match d {
+                $crate::Decision::Resume(r) => wit::Decision::Resume(wit::Resumption {
+                    stream: r.stream,
+                    attachment: r.attachment,
+                    cursor_seq: r.cursor_seq,
+                    events: r.events.into_iter().map(to_wit_event).collect(),
+                    includes_terminal: r.includes_terminal,
+                    stranded: r.stranded.as_ref().map(to_wit_request_id),
+                }),
+                $crate::Decision::Fresh(f) => wit::Decision::Fresh(wit::FreshStart {
+                    reason: to_wit_reason(f.reason),
+                    opened: to_wit_opened(f.opened),
+                    stranded: f.stranded.as_ref().map(to_wit_request_id),
+                }),
+            }
+        }
+
+        pub fn to_wit_counters(c: &$crate::Counters) -> wit::Counters {
+            wit::Counters {
+                sessions: c.sessions,
+                events_emitted: c.events_emitted,
+                resumes: c.resumes,
+                events_replayed: c.events_replayed,
+                fresh: $crate::StaleReason::ALL
+                    .iter()
+                    .map(|r| wit::ReasonCount { reason: to_wit_reason(*r), count: c.fresh_for(*r) })
+                    .collect(),
+                evicted_events: c.evicted_events,
+                expired_streams: c.expired_streams,
+                reclaimed_sessions: c.reclaimed_sessions,
+                errors: c.errors,
+            }
+        }
+
+        pub fn to_wit_error(e: $crate::GateError) -> wit::GateError {
+            match e {
+                $crate::GateError::InvalidConfig(why) => wit::GateError::InvalidConfig(why),
+                $crate::GateError::InvalidSessionId => wit::GateError::InvalidSessionId,
+                $crate::GateError::UnknownSession => wit::GateError::UnknownSession,
+                $crate::GateError::UnknownStream => wit::GateError::UnknownStream,
+                $crate::GateError::StreamFinished => wit::GateError::StreamFinished,
+                $crate::GateError::NotARequestStream => wit::GateError::NotARequestStream,
+                $crate::GateError::DuplicateRequestId => wit::GateError::DuplicateRequestId,
+                $crate::GateError::InvalidRequestId => wit::GateError::InvalidRequestId,
+                $crate::GateError::TooManySessions => wit::GateError::TooManySessions,
+                $crate::GateError::OverBudget => wit::GateError::OverBudget,
+                $crate::GateError::TooManyStreams => wit::GateError::TooManyStreams,
+                $crate::GateError::Store(why) => wit::GateError::StoreFailure(why),
             }
         }
 

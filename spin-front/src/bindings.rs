@@ -12,6 +12,8 @@ wit_bindgen::generate!({
 use self::wasi::keyvalue::{atomics, store};
 use mcp::resume_gate::gate;
 
+/// Only some directions are needed here; the macro defines all of them.
+#[allow(dead_code)]
 mod convert {
     use super::mcp::resume_gate::types as wit;
 
