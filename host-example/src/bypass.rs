@@ -25,6 +25,10 @@ impl NoGate {
 }
 
 impl GateApi for NoGate {
+    /// Nothing is counted without the gate.
+    fn counters(&mut self) -> Result<resume_gate::Counters, GateError> {
+        Ok(resume_gate::Counters::default())
+    }
     fn open_session(&mut self, session: &str) -> Result<u64, GateError> {
         self.sessions.insert(session.to_owned());
         Ok(0)

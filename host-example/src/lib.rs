@@ -18,6 +18,7 @@ use std::path::Path;
 
 pub mod bypass;
 pub mod convert;
+pub mod metrics;
 pub mod serve;
 pub mod store;
 
@@ -313,6 +314,10 @@ macro_rules! forward_gate_api {
         let origin = $convert::to_wit_origin(origin);
         self.call(|g, s| g.call_on_reconnect(s, session, cursor, &origin)).map($convert::from_wit_decision)
     }
+
+            fn counters(&mut self) -> Result<resume_gate::Counters, resume_gate::GateError> {
+                self.call(|g, s| g.call_read_counters(s).map(Ok)).map($convert::from_wit_counters)
+            }
 
             fn memory_bytes(&self) -> Option<usize> {
                 self.memory_bytes_used()

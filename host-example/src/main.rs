@@ -60,6 +60,10 @@ struct ServeArgs {
     /// Bytes one session may hold, its share of the total; default 16 MiB.
     #[arg(long, env = "RESUME_GATE_MAX_BYTES_PER_SESSION")]
     max_bytes_per_session: Option<u64>,
+    /// Serve the gate's counters and the server's own at `/metrics` (Prometheus text format)
+    /// on the same port. Off by default: anyone who reaches the port could read them.
+    #[arg(long, env = "RESUME_GATE_METRICS")]
+    metrics: bool,
     /// Leave Nagle's algorithm on (no `TCP_NODELAY`): only for measuring the server's own
     /// write coalescing; kept-alive clients may then wait for delayed ACKs.
     #[arg(long)]
@@ -126,6 +130,9 @@ fn serve(args: ServeArgs) -> Result<()> {
         }
         (false, other) => bail!("--store: `memory` or `redis://HOST:PORT`, not `{other}`"),
     };
+    if args.metrics {
+        app.enable_metrics();
+    }
     let tcp = if args.nagle { Tcp::Nagle } else { Tcp::NoDelay };
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(host_example::serve::serve(app, std::net::SocketAddr::new(args.bind, args.port), tcp))

@@ -28,6 +28,7 @@ use std::io::{BufRead, Write};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 
@@ -80,6 +81,11 @@ pub struct App {
     core: Mutex<Core>,
     /// The lease a running call holds its stream by; a wait renews it every third of it.
     lease_ms: u64,
+    /// `max-total-bytes`, for `/metrics`.
+    budget_bytes: u64,
+    /// `/metrics` answers (`--metrics`); otherwise it is `404`.
+    metrics: AtomicBool,
+    requests: AtomicU64,
     server: Server,
     journal: Journal,
     calls: Mutex<HashMap<(String, RequestId), (u64, AbortHandle)>>,
@@ -90,16 +96,16 @@ pub struct App {
 impl App {
     /// The server over `gate`, answering the names `hosts` allows.
     pub fn new(gate: GateHost, journal: PathBuf, hosts: AllowedHosts) -> anyhow::Result<Arc<Self>> {
-        let lease_ms = gate.config().lease_ms;
-        Self::with_gate(Box::new(gate), lease_ms, Journal::open(journal)?, hosts)
+        let config = gate.config().clone();
+        Self::with_gate(Box::new(gate), &config, Journal::open(journal)?, hosts)
     }
 
     /// The server over a gate whose state is in a store other processes share (`--store`);
     /// the journal is kept there too.
     pub fn over_store(gate: KvGateHost, hosts: AllowedHosts) -> anyhow::Result<Arc<Self>> {
-        let lease_ms = gate.config().lease_ms;
+        let config = gate.config().clone();
         let journal = Journal::Store(KvJournal::new(gate.kv()));
-        let app = Self::with_gate(Box::new(gate), lease_ms, journal, hosts)?;
+        let app = Self::with_gate(Box::new(gate), &config, journal, hosts)?;
         let mut app = Arc::try_unwrap(app).map_err(|_| anyhow::anyhow!("a new app is not shared"))?;
         app.shared = true;
         Ok(Arc::new(app))
@@ -108,19 +114,22 @@ impl App {
     /// The same server without the gate ([`crate::bypass::NoGate`]): events without ids,
     /// nothing buffered. For measuring what the gate costs.
     pub fn without_gate(journal: PathBuf, hosts: AllowedHosts) -> anyhow::Result<Arc<Self>> {
-        let lease_ms = resume_gate::Config::default().lease_ms;
-        Self::with_gate(Box::<crate::bypass::NoGate>::default(), lease_ms, Journal::open(journal)?, hosts)
+        let config = resume_gate::Config::default();
+        Self::with_gate(Box::<crate::bypass::NoGate>::default(), &config, Journal::open(journal)?, hosts)
     }
 
     fn with_gate(
         gate: Box<dyn GateApi + Send>,
-        lease_ms: u64,
+        config: &resume_gate::Config,
         journal: Journal,
         allowed_hosts: AllowedHosts,
     ) -> anyhow::Result<Arc<Self>> {
         Ok(Arc::new(Self {
             core: Mutex::new(Core { gate, live: HashMap::new() }),
-            lease_ms,
+            lease_ms: config.lease_ms,
+            budget_bytes: config.max_total_bytes,
+            metrics: AtomicBool::new(false),
+            requests: AtomicU64::new(0),
             server: Server::new(ServerConfig {
                 name: "resume-gate host-example".into(),
                 allowed_hosts,
@@ -130,6 +139,11 @@ impl App {
             calls: Mutex::new(HashMap::new()),
             shared: false,
         }))
+    }
+
+    /// Serves `/metrics` from now on (`--metrics`).
+    pub fn enable_metrics(&self) {
+        self.metrics.store(true, Ordering::Relaxed);
     }
 
     /// The gate's memory (its instance's linear memory), for tests and metrics.
@@ -425,6 +439,7 @@ async fn handle(
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
+    app.requests.fetch_add(1, Ordering::Relaxed);
     let body = match body {
         Ok(body) => body,
         Err(rejected) if rejected.status() == StatusCode::PAYLOAD_TOO_LARGE => {
@@ -550,6 +565,33 @@ fn attach(app: &Arc<App>, core: &mut Core, s: &Stream) -> Body {
     Body::from_stream(SseBody { rx, _detach_on_drop: guard })
 }
 
+/// `GET /metrics` (see [`crate::metrics`]); `404` unless enabled, `503` when the store cannot
+/// answer.
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    if !app.metrics.load(Ordering::Relaxed) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let snapshot = {
+        let mut core = app.core();
+        let counters = match core.gate.counters() {
+            Ok(c) => c,
+            Err(e) => {
+                return (StatusCode::SERVICE_UNAVAILABLE, format!("the gate's counters: {e}\n"))
+                    .into_response();
+            }
+        };
+        crate::metrics::Snapshot {
+            counters,
+            requests: app.requests.load(Ordering::Relaxed),
+            live_streams: core.live.len(),
+            memory_bytes: core.gate.memory_bytes(),
+            budget_bytes: app.budget_bytes,
+        }
+    };
+    ([(axum::http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], crate::metrics::render(&snapshot))
+        .into_response()
+}
+
 fn mint_session_id() -> Option<String> {
     mcp_transport::server::mint_session_id(|bytes| getrandom::fill(bytes).is_ok())
 }
@@ -557,6 +599,7 @@ fn mint_session_id() -> Option<String> {
 pub fn router(app: Arc<App>) -> axum::Router {
     axum::Router::new()
         .route("/mcp", axum::routing::any(handle))
+        .route("/metrics", axum::routing::get(metrics))
         .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(app)
 }

@@ -1,7 +1,7 @@
 //! What the transport needs from the gate: the operations of `mcp:resume-gate/gate`, in the
 //! core's types. A host implements it over its binding of the component.
 
-use resume_gate::{Decision, Event, Gate, GateError, Opened, Origin, Polled, RequestId};
+use resume_gate::{Counters, Decision, Event, Gate, GateError, Opened, Origin, Polled, RequestId};
 
 pub trait GateApi {
     fn open_session(&mut self, session: &str) -> Result<u64, GateError>;
@@ -18,6 +18,8 @@ pub trait GateApi {
     /// The call writing `stream` is still running: renews its lease (`StreamFinished`: stop it).
     fn renew_lease(&mut self, session: &str, stream: u64) -> Result<(), GateError>;
     fn reconnect(&mut self, session: &str, cursor: &[u8], origin: &Origin) -> Result<Decision, GateError>;
+    /// What the gate counted since it started (`read-counters`).
+    fn counters(&mut self) -> Result<Counters, GateError>;
     /// Bytes of memory the gate's state occupies, when the host can tell (a component
     /// instance: its linear memory).
     fn memory_bytes(&self) -> Option<usize> {
@@ -60,6 +62,10 @@ impl InProcess {
 }
 
 impl GateApi for InProcess {
+    fn counters(&mut self) -> Result<Counters, GateError> {
+        self.tick()?;
+        self.gate.counters()
+    }
     fn open_session(&mut self, session: &str) -> Result<u64, GateError> {
         let now = self.tick()?;
         self.gate.open_session(session, now, now.to_le_bytes()).map(|i| i.epoch)

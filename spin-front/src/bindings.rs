@@ -37,6 +37,10 @@ pub fn configure(max_sessions: Option<u32>, lease_ms: Option<u64>) -> Result<u64
 pub struct ImportedGate;
 
 impl GateApi for ImportedGate {
+    fn counters(&mut self) -> Result<resume_gate::Counters, GateError> {
+        Ok(convert::from_wit_counters(gate::read_counters()))
+    }
+
     fn open_session(&mut self, session: &str) -> Result<u64, GateError> {
         let info = gate::open_session(session).map_err(convert::from_wit_error)?;
         if let Some(victim) = &info.reclaimed {
