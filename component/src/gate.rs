@@ -15,7 +15,9 @@ use crate::session::{SessionMeta, next_epoch, validate_session_id};
 use crate::store::{
     EVENT_OVERHEAD, Edit, MAX_ATTEMPTS, MemoryStore, Store, contention, event_cost, session_cost, stream_cost,
 };
-use crate::stream::{Buffered, EventKey, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState};
+use crate::stream::{
+    Buffered, EventKey, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState, StreamSummary,
+};
 
 /// An event for the host to write as one SSE frame (`id:`, optional `retry:`, `data:`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -337,6 +339,13 @@ impl<S: Store> Gate<S> {
         Ok(streams)
     }
 
+    /// What choosing a stream to drop needs of each stream the session lists (this epoch's).
+    fn stream_summaries(&mut self, session: &SessionMeta) -> Result<Vec<StreamSummary>, GateError> {
+        let mut streams = self.store.stream_summaries(&session.id, &session.streams)?;
+        streams.retain(|st| st.epoch == session.epoch);
+        Ok(streams)
+    }
+
     fn open_stream_in(
         &mut self,
         session: &SessionMeta,
@@ -397,7 +406,7 @@ impl<S: Store> Gate<S> {
                 return Ok(Some(None));
             }
             if s.streams.len() >= g.config.max_streams_per_session as usize {
-                let mut listed = g.streams_of(&s)?;
+                let mut listed = g.stream_summaries(&s)?;
                 let retention = g.config.retention_ms;
                 for st in listed.iter_mut().filter(|st| st.expired(now, retention)) {
                     g.end_stream(&s, st.no, StreamState::Aborted)?;
@@ -409,13 +418,16 @@ impl<S: Store> Gate<S> {
                 let oldest = |state: fn(StreamState) -> bool| {
                     listed.iter().filter(|st| state(st.state)).min_by_key(|st| (st.last_active, st.no))
                 };
-                let dropped = oldest(|state| !state.is_live())
+                let gone = oldest(|state| !state.is_live())
                     .or_else(|| oldest(|state| state == StreamState::TerminalSent))
-                    .ok_or(GateError::TooManyStreams)?;
-                g.store.remove_stream(&s.id, dropped)?;
-                let gone = dropped.no;
-                let present: Vec<StreamNo> = listed.iter().map(|st| st.no).collect();
-                s.streams.retain(|no| *no != gone && present.contains(no));
+                    .ok_or(GateError::TooManyStreams)?
+                    .no;
+                if let Some((dropped, _)) = g.stream(&s, gone)? {
+                    g.store.remove_stream(&s.id, &dropped)?;
+                }
+                let mut present: Vec<StreamNo> = listed.iter().map(|st| st.no).collect();
+                present.sort_unstable();
+                s.streams.retain(|no| *no != gone && present.binary_search(no).is_ok());
             }
             s.streams.push(stream.no);
             let previous = match stream.origin {

@@ -24,7 +24,7 @@ use crate::config::Millis;
 use crate::error::StoreError;
 use crate::event_id::SessionTag;
 use crate::session::SessionMeta;
-use crate::stream::{EventKey, RequestId, StreamMeta, StreamNo, StreamState};
+use crate::stream::{EventKey, RequestId, StreamMeta, StreamNo, StreamState, StreamSummary};
 
 pub trait Store {
     /// What a load remembers so that the matching save can tell whether another writer got
@@ -75,6 +75,19 @@ pub trait Store {
         session: &str,
         no: StreamNo,
     ) -> Result<Option<(StreamMeta, Self::Version)>, StoreError>;
+    /// Number, epoch, state and last activity of each of these streams that exists, in order,
+    /// without loading their records where the store can avoid it.
+    fn stream_summaries(
+        &mut self,
+        session: &str,
+        nos: &[StreamNo],
+    ) -> Result<Vec<StreamSummary>, StoreError> {
+        let mut summaries = Vec::with_capacity(nos.len());
+        for no in nos {
+            summaries.extend(self.stream(session, *no)?.map(|(st, _)| StreamSummary::of(&st)));
+        }
+        Ok(summaries)
+    }
     /// Writes the record of a stream whose number was just allocated.
     fn create_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError>;
     /// Saves the record if it is still at `version`; `false` when another writer won.
@@ -531,6 +544,15 @@ impl Store for MemoryStore {
 
     fn stream(&mut self, session: &str, no: StreamNo) -> Result<Option<(StreamMeta, ())>, StoreError> {
         Ok(self.sessions.get(session).and_then(|s| s.streams.get(&no)).map(|e| (e.meta.clone(), ())))
+    }
+
+    fn stream_summaries(
+        &mut self,
+        session: &str,
+        nos: &[StreamNo],
+    ) -> Result<Vec<StreamSummary>, StoreError> {
+        let Some(entry) = self.sessions.get(session) else { return Ok(Vec::new()) };
+        Ok(nos.iter().filter_map(|no| entry.streams.get(no)).map(|e| StreamSummary::of(&e.meta)).collect())
     }
 
     fn create_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {

@@ -133,6 +133,28 @@ pub struct StreamMeta {
     pub lease_until: Millis,
 }
 
+/// The few fields of a stream record that choosing a stream to drop looks at: a store that
+/// holds records in memory reads them in place instead of copying every record of a session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamSummary {
+    pub no: StreamNo,
+    pub epoch: u64,
+    pub state: StreamState,
+    pub last_active: Millis,
+}
+
+impl StreamSummary {
+    pub fn of(meta: &StreamMeta) -> Self {
+        Self { no: meta.no, epoch: meta.epoch, state: meta.state, last_active: meta.last_active }
+    }
+
+    /// As [`StreamMeta::expired`].
+    pub fn expired(&self, now: Millis, retention: Millis) -> bool {
+        matches!(self.state, StreamState::Resumable | StreamState::TerminalSent)
+            && now.saturating_sub(self.last_active) > retention
+    }
+}
+
 impl StreamMeta {
     pub fn new(no: StreamNo, epoch: u64, origin: Origin, now: Millis, lease: Millis) -> Self {
         Self {
@@ -159,8 +181,7 @@ impl StreamMeta {
 
     /// A stream without a connection expires `retention` after its last activity.
     pub fn expired(&self, now: Millis, retention: Millis) -> bool {
-        matches!(self.state, StreamState::Resumable | StreamState::TerminalSent)
-            && now.saturating_sub(self.last_active) > retention
+        StreamSummary::of(self).expired(now, retention)
     }
 
     /// The request a client provably still waits for: a request stream whose terminal the
