@@ -100,10 +100,7 @@ impl Guest for Component {
     }
 
     fn open_session(session: String) -> Result<wit::SessionInfo, wit::GateError> {
-        with_gate(|g| {
-            let info = g.open_session(&session, now(), entropy())?;
-            Ok(wit::SessionInfo { epoch: info.epoch, reclaimed: info.reclaimed })
-        })
+        with_gate(|g| g.open_session(&session, now(), entropy()).map(convert::to_wit_session_info))
     }
 
     fn has_session(session: String) -> Result<bool, wit::GateError> {

@@ -72,6 +72,14 @@ macro_rules! wit_conversions {
             }
         }
 
+        pub fn from_wit_session_info(i: wit::SessionInfo) -> $crate::SessionInfo {
+            $crate::SessionInfo { epoch: i.epoch, reclaimed: i.reclaimed }
+        }
+
+        pub fn to_wit_session_info(i: $crate::SessionInfo) -> wit::SessionInfo {
+            wit::SessionInfo { epoch: i.epoch, reclaimed: i.reclaimed }
+        }
+
         pub fn from_wit_opened(o: wit::Opened) -> $crate::Opened {
             $crate::Opened { stream: o.stream, attachment: o.attachment, priming: from_wit_event(o.priming) }
         }

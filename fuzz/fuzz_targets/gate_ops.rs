@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         _ => tight_budget_config(false),
     };
     let tight = pick % 3 == 2;
-    let mut run = Run::new(Native::new(config.clone()), &config);
+    let mut run = Run::new(Native::with_config(config.clone()).expect("valid config"), &config);
     let mut model = Model::new(config.clone(), run.now);
     for op in ops_from_bytes(rest) {
         let (call, outcome) = run.step(&op).expect("the native core has no traps");

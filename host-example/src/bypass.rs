@@ -6,7 +6,9 @@
 use std::collections::HashSet;
 
 use mcp_transport::gate::GateApi;
-use resume_gate::{Decision, Event, FreshStart, GateError, Opened, Origin, Polled, RequestId, StaleReason};
+use resume_gate::{
+    Decision, Event, FreshStart, GateError, Opened, Origin, Polled, RequestId, SessionInfo, StaleReason,
+};
 
 #[derive(Default)]
 pub struct NoGate {
@@ -29,9 +31,12 @@ impl GateApi for NoGate {
     fn counters(&mut self) -> Result<resume_gate::Counters, GateError> {
         Ok(resume_gate::Counters::default())
     }
-    fn open_session(&mut self, session: &str) -> Result<u64, GateError> {
+    fn configure(&mut self, _config: &resume_gate::Config) -> Result<(), GateError> {
+        Ok(())
+    }
+    fn open_session(&mut self, session: &str) -> Result<SessionInfo, GateError> {
         self.sessions.insert(session.to_owned());
-        Ok(0)
+        Ok(SessionInfo { epoch: 0, reclaimed: None })
     }
     fn has_session(&mut self, session: &str) -> Result<bool, GateError> {
         Ok(self.sessions.contains(session))

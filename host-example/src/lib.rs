@@ -1,9 +1,10 @@
 //! The gate component embedded in wasmtime: the whole embedding in one screen.
 //!
 //! `bindgen!` reads `wit/gate.wit`; a [`GateHost`] owns one `Store` with one long-lived
-//! instance of the component (memory store: the instance *is* the state). WASI p2 is linked
-//! because Rust std makes every component import `wasi:cli`, `wasi:io`, clocks and random;
-//! the gate reads its wall clock and randomness from there.
+//! instance of the component (memory store: the instance *is* the state). The component
+//! imports only `wasi:clocks/wall-clock` and `wasi:random/random`, which `wasmtime-wasi`
+//! provides (a test gives it a clock of its own); the transport's `GateApi` is forwarded by
+//! `mcp_transport::forward_gate_api!`.
 //!
 //! # Layout
 //!
@@ -186,12 +187,10 @@ impl GateHost {
         }
     }
 
-    /// Sets the gate's bounds (and those of every instance that replaces this one after a
-    /// trap); an invalid configuration is refused and the old one kept.
-    pub fn configure(&mut self, config: &resume_gate::Config) -> Result<(), resume_gate::GateError> {
-        self.call(|g, s| g.call_configure(s, &convert::to_wit_config(config)))?;
+    /// Bounds `configure` accepted: every instance that replaces this one after a trap gets
+    /// them too.
+    fn configured(&mut self, config: &resume_gate::Config) {
         self.config = Some(config.clone());
-        Ok(())
     }
 
     /// The bounds in force (the defaults until `configure`).
@@ -223,108 +222,4 @@ impl GateHost {
     }
 }
 
-/// The transport's `GateApi` over a component host `$host` — one with a `call` method that runs
-/// an export and turns a trap into a store error, and a `memory_bytes_used` — whose bindings'
-/// WIT types `$convert` converts: the memory world ([`GateHost`]) and the key-value world
-/// ([`store::KvGateHost`]) forward the same way.
-macro_rules! forward_gate_api {
-    ($host:ty, $convert:ident) => {
-        impl mcp_transport::gate::GateApi for $host {
-    fn open_session(&mut self, session: &str) -> Result<u64, resume_gate::GateError> {
-        let info = self.call(|g, s| g.call_open_session(s, session))?;
-        if let Some(victim) = &info.reclaimed {
-            tracing::info!(session = %victim, "reclaimed the session idle longest to admit a new one");
-        }
-        Ok(info.epoch)
-    }
-
-    fn has_session(&mut self, session: &str) -> Result<bool, resume_gate::GateError> {
-        self.call(|g, s| g.call_has_session(s, session))
-    }
-
-    fn end_session(&mut self, session: &str) -> Result<(), resume_gate::GateError> {
-        self.call(|g, s| g.call_end_session(s, session))
-    }
-
-    fn open_stream(
-        &mut self,
-        session: &str,
-        origin: &resume_gate::Origin,
-    ) -> Result<resume_gate::Opened, resume_gate::GateError> {
-        let origin = $convert::to_wit_origin(origin);
-        self.call(|g, s| g.call_open_stream(s, session, &origin)).map($convert::from_wit_opened)
-    }
-
-    fn emit(
-        &mut self,
-        session: &str,
-        stream: u64,
-        data: &str,
-    ) -> Result<resume_gate::Event, resume_gate::GateError> {
-        self.call(|g, s| g.call_on_emit(s, session, stream, data)).map($convert::from_wit_event)
-    }
-
-    fn terminal(
-        &mut self,
-        session: &str,
-        stream: u64,
-        data: &str,
-    ) -> Result<resume_gate::Event, resume_gate::GateError> {
-        self.call(|g, s| g.call_on_terminal(s, session, stream, data)).map($convert::from_wit_event)
-    }
-
-    fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<(), resume_gate::GateError> {
-        self.call(|g, s| g.call_on_detach(s, session, stream, attachment))
-    }
-
-    fn abort(&mut self, session: &str, stream: u64) -> Result<(), resume_gate::GateError> {
-        self.call(|g, s| g.call_abort_stream(s, session, stream))
-    }
-
-    fn abort_request(
-        &mut self,
-        session: &str,
-        id: &resume_gate::RequestId,
-    ) -> Result<bool, resume_gate::GateError> {
-        let id = $convert::to_wit_request_id(id);
-        self.call(|g, s| g.call_abort_request(s, session, &id))
-    }
-
-    fn poll(
-        &mut self,
-        session: &str,
-        stream: u64,
-        attachment: u32,
-        after: u64,
-    ) -> Result<resume_gate::Polled, resume_gate::GateError> {
-        self.call(|g, s| g.call_poll_stream(s, session, stream, attachment, after))
-            .map($convert::from_wit_polled)
-    }
-
-    fn renew_lease(&mut self, session: &str, stream: u64) -> Result<(), resume_gate::GateError> {
-        self.call(|g, s| g.call_renew_lease(s, session, stream))
-    }
-
-    fn reconnect(
-        &mut self,
-        session: &str,
-        cursor: &[u8],
-        origin: &resume_gate::Origin,
-    ) -> Result<resume_gate::Decision, resume_gate::GateError> {
-        let origin = $convert::to_wit_origin(origin);
-        self.call(|g, s| g.call_on_reconnect(s, session, cursor, &origin)).map($convert::from_wit_decision)
-    }
-
-            fn counters(&mut self) -> Result<resume_gate::Counters, resume_gate::GateError> {
-                self.call(|g, s| g.call_read_counters(s).map(Ok)).map($convert::from_wit_counters)
-            }
-
-            fn memory_bytes(&self) -> Option<usize> {
-                self.memory_bytes_used()
-            }
-        }
-    };
-}
-pub(crate) use forward_gate_api;
-
-forward_gate_api!(GateHost, convert);
+mcp_transport::forward_gate_api!(GateHost, convert);

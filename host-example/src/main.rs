@@ -6,6 +6,7 @@ use clap::{Args, Parser, Subcommand};
 use host_example::serve::Tcp;
 use host_example::types::{Decision, Event, GateError, Origin, RequestId, StaleReason};
 use host_example::{GateExports, GateHost, HostState};
+use mcp_transport::gate::GateApi as _;
 use mcp_transport::hosts::AllowedHosts;
 
 /// A sample MCP Streamable HTTP server whose event ids, replays and stale-cursor decisions

@@ -463,7 +463,12 @@ async fn handle(
         (reply, body)
     };
     match reply {
-        Reply::Plain(p) => plain_response(&p),
+        Reply::Plain(p) => {
+            if let Some(victim) = &p.reclaimed {
+                tracing::info!(session = %victim, "reclaimed the session idle longest to admit a new one");
+            }
+            plain_response(&p)
+        }
         Reply::Accepted { session, cancels } => {
             for request in &cancels {
                 app.cancel(&session, request);

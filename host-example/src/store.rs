@@ -11,8 +11,6 @@ use mcp_transport::tools;
 use resume_gate::kv::Kv;
 use wasmtime::Engine;
 
-use crate::forward_gate_api;
-
 /// One gate-kv instance over a shared store.
 pub struct KvGateHost {
     instance: GateKvInstance,
@@ -29,12 +27,9 @@ impl KvGateHost {
         Ok(Self { instance, pre, kv, config: None })
     }
 
-    /// Sets the gate's bounds (kept for an instance that replaces this one after a trap).
-    pub fn configure(&mut self, config: &resume_gate::Config) -> Result<(), resume_gate::GateError> {
-        let wit = kv_convert::to_wit_config(config);
-        self.call(|g, s| g.call_configure(s, &wit))?;
+    /// Bounds `configure` accepted, kept for an instance that replaces this one after a trap.
+    fn configured(&mut self, config: &resume_gate::Config) {
         self.config = Some(config.clone());
-        Ok(())
     }
 
     /// The bounds in force (the defaults until `configure`).
@@ -87,7 +82,7 @@ impl KvGateHost {
 
 use gate_kv::convert as kv_convert;
 
-forward_gate_api!(KvGateHost, kv_convert);
+mcp_transport::forward_gate_api!(KvGateHost, kv_convert);
 
 /// The `append` journal in the store, kept as the Spin app keeps it.
 pub struct KvJournal {

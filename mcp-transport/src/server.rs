@@ -55,6 +55,8 @@ pub struct Plain {
     pub allow: Option<&'static str>,
     /// Seconds, for `503`.
     pub retry_after: Option<u32>,
+    /// For the host's log, not the client: the session `initialize` reclaimed to make room.
+    pub reclaimed: Option<String>,
 }
 
 impl Plain {
@@ -170,6 +172,11 @@ fn rpc_plain(status: u16, id: Option<&RequestId>, code: i64, message: &str) -> P
     Plain { status, body: Some(jsonrpc::error(id, code, message)), ..Plain::default() }
 }
 
+/// `404`: the client must start over with `initialize`.
+fn session_not_found() -> Plain {
+    rpc_plain(404, None, -32001, "Session not found")
+}
+
 fn unavailable(id: Option<&RequestId>, message: &str) -> Plain {
     Plain {
         retry_after: Some(RETRY_AFTER_SECONDS),
@@ -190,7 +197,7 @@ pub fn gate_error_reply(e: &GateError, id: Option<&RequestId>) -> Reply {
 fn gate_error_plain(e: &GateError, id: Option<&RequestId>) -> Plain {
     let rpc_error = rpc_plain;
     match e {
-        GateError::UnknownSession => rpc_error(404, id, -32001, "Session not found"),
+        GateError::UnknownSession => session_not_found(),
         GateError::InvalidSessionId => {
             rpc_error(400, id, INVALID_REQUEST, "Bad Request: invalid Mcp-Session-Id")
         }
@@ -286,9 +293,11 @@ impl Server {
             .then(|| rpc_error(403, None, INVALID_REQUEST, "Forbidden: Host or Origin not allowed"))
     }
 
-    /// The session a non-initialize request belongs to: `400` without one or with one that is
-    /// not a session id, `404` if unknown, `503` if the store cannot tell.
-    fn session(&self, gate: &mut (impl GateApi + ?Sized), req: &HttpRequest) -> Result<String, Plain> {
+    /// The session id a non-initialize request names: `400` without one or with one that is
+    /// not a session id. Whether it is open, the gate call the request makes finds out
+    /// (`UnknownSession`: `404`), so that a call crosses into the component once, not twice;
+    /// a request that makes none asks [`Self::known_session`].
+    fn session_id(req: &HttpRequest) -> Result<String, Plain> {
         let Some(raw) = req.header(SESSION_HEADER) else {
             return Err(rpc_plain(
                 400,
@@ -301,9 +310,15 @@ impl Server {
         else {
             return Err(rpc_plain(400, None, INVALID_REQUEST, "Bad Request: invalid Mcp-Session-Id"));
         };
-        match gate.has_session(id) {
-            Ok(true) => Ok(id.to_owned()),
-            Ok(false) => Err(rpc_plain(404, None, -32001, "Session not found")),
+        Ok(id.to_owned())
+    }
+
+    /// For a request the gate has no call for (notifications and responses alone): `404` if
+    /// the session is not open, `503` if the store cannot tell.
+    fn known_session(gate: &mut (impl GateApi + ?Sized), session: String) -> Result<String, Plain> {
+        match gate.has_session(&session) {
+            Ok(true) => Ok(session),
+            Ok(false) => Err(session_not_found()),
             Err(e) => Err(gate_error_plain(&e, None)),
         }
     }
@@ -353,17 +368,27 @@ impl Server {
         {
             return self.initialize(gate, req, id, params, mint);
         }
-        let session = match self.session(gate, req) {
+        let session = match Self::session_id(req) {
             Ok(s) => s,
             Err(refused) => return Reply::Plain(refused),
         };
         let (id, method, params) = match message {
             Message::Request { id, method, params } => (id, method, params),
             Message::Notification { method, params } => {
-                let cancels = cancelled(&method, &params).into_iter().collect();
-                return Reply::Accepted { session, cancels };
+                return match Self::known_session(gate, session) {
+                    Ok(session) => Reply::Accepted {
+                        session,
+                        cancels: cancelled(&method, &params).into_iter().collect(),
+                    },
+                    Err(refused) => Reply::Plain(refused),
+                };
             }
-            Message::Response => return Reply::Accepted { session, cancels: Vec::new() },
+            Message::Response => {
+                return match Self::known_session(gate, session) {
+                    Ok(session) => Reply::Accepted { session, cancels: Vec::new() },
+                    Err(refused) => Reply::Plain(refused),
+                };
+            }
         };
         if let Some(refused) = Self::require_sse(req, Some(&id)) {
             return refused;
@@ -426,7 +451,7 @@ impl Server {
         if items.iter().any(initialize) {
             return rpc_error(400, None, INVALID_REQUEST, "Invalid Request: initialize cannot be batched");
         }
-        let session = match self.session(gate, req) {
+        let session = match Self::session_id(req) {
             Ok(s) => s,
             Err(refused) => return Reply::Plain(refused),
         };
@@ -449,7 +474,10 @@ impl Server {
             }
         }
         let Some(first) = first else {
-            return Reply::Accepted { session, cancels };
+            return match Self::known_session(gate, session) {
+                Ok(session) => Reply::Accepted { session, cancels },
+                Err(refused) => Reply::Plain(refused),
+            };
         };
         if let Some(refused) = Self::require_sse(req, None) {
             return refused;
@@ -526,9 +554,10 @@ impl Server {
         let Some(session) = mint() else {
             return Reply::Plain(unavailable(Some(id), "no randomness to mint a session id"));
         };
-        if let Err(e) = gate.open_session(&session) {
-            return gate_error_reply(&e, Some(id));
-        }
+        let reclaimed = match gate.open_session(&session) {
+            Ok(info) => info.reclaimed,
+            Err(e) => return gate_error_reply(&e, Some(id)),
+        };
         let result = json!({
             "protocolVersion": protocol::negotiate(requested),
             "capabilities": {"tools": {"listChanged": false}, "logging": {}},
@@ -538,6 +567,7 @@ impl Server {
             status: 200,
             body: Some(jsonrpc::result(id, result)),
             session: Some(session),
+            reclaimed,
             ..Plain::default()
         })
     }
@@ -546,7 +576,7 @@ impl Server {
         if let Some(refused) = Self::require_sse(req, None) {
             return refused;
         }
-        let session = match self.session(gate, req) {
+        let session = match Self::session_id(req) {
             Ok(s) => s,
             Err(refused) => return Reply::Plain(refused),
         };
@@ -602,7 +632,7 @@ impl Server {
     }
 
     fn delete(&self, gate: &mut (impl GateApi + ?Sized), req: &HttpRequest) -> Reply {
-        let session = match self.session(gate, req) {
+        let session = match Self::session_id(req) {
             Ok(s) => s,
             Err(refused) => return Reply::Plain(refused),
         };

@@ -1,7 +1,7 @@
 //! The front's imports: the gate (as the transport's `GateApi`) and the key-value journal.
 
 use mcp_transport::gate::GateApi;
-use resume_gate::{Decision, Event, GateError, Opened, Origin, Polled, RequestId};
+use resume_gate::{Decision, Event, GateError, Opened, Origin, Polled, RequestId, SessionInfo};
 
 wit_bindgen::generate!({
     world: "resume-gate:spin-front/front",
@@ -41,12 +41,12 @@ impl GateApi for ImportedGate {
         Ok(convert::from_wit_counters(gate::read_counters()))
     }
 
-    fn open_session(&mut self, session: &str) -> Result<u64, GateError> {
-        let info = gate::open_session(session).map_err(convert::from_wit_error)?;
-        if let Some(victim) = &info.reclaimed {
-            eprintln!("resume-gate: reclaimed session {victim}, idle longest, to admit a new one");
-        }
-        Ok(info.epoch)
+    fn configure(&mut self, config: &resume_gate::Config) -> Result<(), GateError> {
+        gate::configure(&convert::to_wit_config(config)).map_err(convert::from_wit_error)
+    }
+
+    fn open_session(&mut self, session: &str) -> Result<SessionInfo, GateError> {
+        gate::open_session(session).map(convert::from_wit_session_info).map_err(convert::from_wit_error)
     }
 
     fn has_session(&mut self, session: &str) -> Result<bool, GateError> {

@@ -63,7 +63,12 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
         ..ServerConfig::default()
     });
     match server.handle(&mut gate, &req, mint_session_id) {
-        Reply::Plain(plain) => connection::reply_plain(out, plain),
+        Reply::Plain(plain) => {
+            if let Some(victim) = &plain.reclaimed {
+                eprintln!("resume-gate: reclaimed session {victim}, idle longest, to admit a new one");
+            }
+            connection::reply_plain(out, plain)
+        }
         Reply::Accepted { session, cancels } => {
             for request in &cancels {
                 // The call may be running on another instance: it sees the abort on its

@@ -12,9 +12,9 @@ use std::time::{Duration, Instant};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use edge_host::gate_kv::{self, GateKvInstance};
 use host_example::GateHost;
-use resume_gate::kv::MemoryKv;
+use resume_gate::kv::{KvStore, MemoryKv};
 use resume_gate::{Config, Decision, Origin, RequestId, StaleReason};
-use resume_gate_tests::drivers::{Driver, Native, Wasm, WasmKv};
+use resume_gate_tests::drivers::{Driver, GateApi, Native, Wasm, WasmKv};
 use wasmtime::component::Component;
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 use wasmtime_wasi::WasiCtxBuilder;
@@ -34,16 +34,18 @@ fn over_kv(side: &str) -> bool {
 /// what it measures.
 fn new_gate(side: &str, config: &Config) -> Box<dyn Driver> {
     match side {
-        "native" => Box::new(Native::new(config.clone())),
+        "native" => Box::new(Native::with_config(config.clone()).expect("valid config")),
         "component" => {
             let mut wasm = Wasm::new().expect("instantiate the component");
-            wasm.configure(config).unwrap().expect("configure the component");
+            wasm.configure(config).expect("configure the component");
             Box::new(wasm)
         }
-        "native+kv" => Box::new(Native::over_kv(config.clone(), MemoryKv::new(), 7)),
+        "native+kv" => Box::new(
+            Native::with_store(config.clone(), KvStore::new(MemoryKv::new(), 7)).expect("valid config"),
+        ),
         "component+kv" => {
             let mut wasm = WasmKv::new(MemoryKv::new()).expect("instantiate gate-kv");
-            wasm.configure(config).unwrap().expect("configure gate-kv");
+            wasm.configure(config).expect("configure gate-kv");
             Box::new(wasm)
         }
         other => unreachable!("no side {other}"),
@@ -70,15 +72,15 @@ fn filled(
     data: &str,
     k: usize,
 ) -> (u64, String) {
-    let opened = gate.open_stream(session, &Origin::Request(RequestId::Number(id))).unwrap().unwrap();
+    let opened = gate.open_stream(session, &Origin::Request(RequestId::Number(id))).unwrap();
     let mut cursor = opened.priming.id.clone();
     for i in 0..buffered {
-        let event = gate.emit(session, opened.stream, data).unwrap().unwrap();
+        let event = gate.emit(session, opened.stream, data).unwrap();
         if i + k + 1 == buffered {
             cursor = event.id;
         }
     }
-    gate.detach(session, opened.stream, opened.attachment).unwrap().unwrap();
+    gate.detach(session, opened.stream, opened.attachment).unwrap();
     (opened.stream, cursor)
 }
 
@@ -93,11 +95,11 @@ fn emit(c: &mut Criterion) {
             group.bench_function(side, |b| {
                 let (gate, stream) = scene.get_or_insert_with(|| {
                     let mut gate = new_gate(side, &holding(1024, payload));
-                    gate.open_session(SESSION).unwrap().unwrap();
+                    gate.open_session(SESSION).unwrap();
                     let (stream, _) = filled(gate.as_mut(), SESSION, 1, 0, &data, 0);
                     (gate, stream)
                 });
-                b.iter(|| gate.emit(SESSION, *stream, &data).unwrap().unwrap())
+                b.iter(|| gate.emit(SESSION, *stream, &data).unwrap())
             });
         }
         group.finish();
@@ -113,7 +115,7 @@ fn emit(c: &mut Criterion) {
                     let mut streams = Vec::new();
                     for s in 0..100 {
                         let session = format!("bench-session-{s}");
-                        gate.open_session(&session).unwrap().unwrap();
+                        gate.open_session(&session).unwrap();
                         for r in 0..10 {
                             streams
                                 .push((session.clone(), filled(gate.as_mut(), &session, r, 0, &data, 0).0));
@@ -124,7 +126,7 @@ fn emit(c: &mut Criterion) {
                 b.iter(|| {
                     let (session, stream) = &streams[next % streams.len()];
                     next += 1;
-                    gate.emit(session, *stream, &data).unwrap().unwrap()
+                    gate.emit(session, *stream, &data).unwrap()
                 })
             });
         }
@@ -154,12 +156,12 @@ fn resume(c: &mut Criterion) {
             group.bench_function(BenchmarkId::new(side, buffered), |b| {
                 let (gate, cursor) = scene.get_or_insert_with(|| {
                     let mut gate = new_gate(side, &holding(buffered, 128));
-                    gate.open_session(SESSION).unwrap().unwrap();
+                    gate.open_session(SESSION).unwrap();
                     let (_, cursor) = filled(gate.as_mut(), SESSION, 1, buffered, &data, K);
                     (gate, cursor)
                 });
                 b.iter(|| match gate.reconnect(SESSION, cursor.as_bytes(), &Origin::Standalone) {
-                    Ok(Ok(Decision::Resume(r))) => assert_eq!(r.events.len(), K),
+                    Ok(Decision::Resume(r)) => assert_eq!(r.events.len(), K),
                     other => panic!("expected a resume of {K} events: {other:?}"),
                 })
             });
@@ -184,8 +186,8 @@ fn standalone(cursor: &str) -> Attempt {
 /// whose sessions are opened (or re-issued, which drops every stream) here.
 fn stale_attempts(gate: &mut dyn Driver, reason: StaleReason, n: usize) -> Vec<Attempt> {
     use StaleReason as R;
-    gate.open_session(SESSION).unwrap().unwrap();
-    gate.open_session("other-session").unwrap().unwrap();
+    gate.open_session(SESSION).unwrap();
+    gate.open_session("other-session").unwrap();
     let (stream, cursor) = filled(gate, SESSION, 0, 4, "x", 1);
     let repeat = |attempt: Attempt| vec![attempt; n];
     match reason {
@@ -197,7 +199,7 @@ fn stale_attempts(gate: &mut dyn Driver, reason: StaleReason, n: usize) -> Vec<A
         }
         R::OtherSession => repeat(Attempt { session: "other-session", ..standalone(&cursor) }),
         R::EpochChanged => {
-            gate.open_session(SESSION).unwrap().unwrap();
+            gate.open_session(SESSION).unwrap();
             repeat(standalone(&cursor))
         }
         // A sequence number never issued on a live stream.
@@ -212,27 +214,25 @@ fn stale_attempts(gate: &mut dyn Driver, reason: StaleReason, n: usize) -> Vec<A
             })
             .collect(),
         R::Completed => {
-            let terminal = gate.terminal(SESSION, stream, "done").unwrap().unwrap().id;
+            let terminal = gate.terminal(SESSION, stream, "done").unwrap().id;
             repeat(standalone(&terminal))
         }
         R::Aborted => {
-            gate.abort(SESSION, stream).unwrap().unwrap();
+            gate.abort(SESSION, stream).unwrap();
             repeat(standalone(&cursor))
         }
         R::Superseded => {
-            let first = gate.open_stream(SESSION, &Origin::Standalone).unwrap().unwrap().priming.id;
-            gate.open_stream(SESSION, &Origin::Standalone).unwrap().unwrap();
+            let first = gate.open_stream(SESSION, &Origin::Standalone).unwrap().priming.id;
+            gate.open_stream(SESSION, &Origin::Standalone).unwrap();
             repeat(standalone(&first))
         }
         // Each attempt needs its own stream: the verdict strands (and ends) the stream.
         R::Evicted => (0..n)
             .map(|i| {
-                let opened = gate
-                    .open_stream(SESSION, &Origin::Request(RequestId::Number(100 + i as i64)))
-                    .unwrap()
-                    .unwrap();
+                let opened =
+                    gate.open_stream(SESSION, &Origin::Request(RequestId::Number(100 + i as i64))).unwrap();
                 for _ in 0..3 {
-                    gate.emit(SESSION, opened.stream, "x").unwrap().unwrap();
+                    gate.emit(SESSION, opened.stream, "x").unwrap();
                 }
                 standalone(&opened.priming.id)
             })
@@ -281,9 +281,9 @@ fn stale(c: &mut Criterion) {
                                 gate.reconnect(attempt.session, attempt.cursor.as_bytes(), &attempt.origin);
                             total += start.elapsed();
                             match decision {
-                                Ok(Ok(Decision::Fresh(f))) if f.reason == reason => {
+                                Ok(Decision::Fresh(f)) if f.reason == reason => {
                                     if let Origin::Request(_) = attempt.origin {
-                                        gate.abort(SESSION, f.opened.stream).unwrap().unwrap();
+                                        gate.abort(SESSION, f.opened.stream).unwrap();
                                     }
                                 }
                                 other => panic!("expected fresh ({}), got {other:?}", reason.as_str()),

@@ -9,7 +9,7 @@
 
 use anyhow::{Result, ensure};
 use resume_gate::{Config, Origin, RequestId};
-use resume_gate_tests::drivers::{Driver, Native, Wasm};
+use resume_gate_tests::drivers::{Driver, GateApi, Native, Wasm};
 
 const PAYLOAD: usize = 1024;
 const BYTES_PER_STREAM: u64 = 64 << 10;
@@ -19,13 +19,13 @@ fn flood(gate: &mut dyn Driver, sessions: usize, streams: usize) -> Result<()> {
     let per_stream = 2 * BYTES_PER_STREAM as usize / PAYLOAD;
     for s in 0..sessions {
         let session = format!("flood-session-{s}");
-        gate.open_session(&session)?.unwrap();
+        gate.open_session(&session).unwrap();
         for r in 0..streams {
-            let opened = gate.open_stream(&session, &Origin::Request(RequestId::Number(r as i64)))?.unwrap();
+            let opened = gate.open_stream(&session, &Origin::Request(RequestId::Number(r as i64))).unwrap();
             for _ in 0..per_stream {
-                gate.emit(&session, opened.stream, &data)?.unwrap();
+                gate.emit(&session, opened.stream, &data).unwrap();
             }
-            gate.detach(&session, opened.stream, opened.attachment)?.unwrap();
+            gate.detach(&session, opened.stream, opened.attachment).unwrap();
         }
     }
     Ok(())
@@ -50,7 +50,7 @@ fn main() -> Result<()> {
     let bound = (sessions * streams) as u64 * BYTES_PER_STREAM;
 
     let before = resident_bytes()?;
-    let mut native = Native::new(config.clone());
+    let mut native = Native::with_config(config.clone()).expect("valid config");
     flood(&mut native, sessions, streams)?;
     let native_rss_growth = resident_bytes()?.saturating_sub(before);
     let held = native.gate.store().stats();
@@ -63,7 +63,7 @@ fn main() -> Result<()> {
     drop(native);
 
     let mut wasm = Wasm::new()?;
-    wasm.configure(&config)?.unwrap();
+    wasm.configure(&config).unwrap();
     let linear_before = wasm.host.linear_memory_bytes();
     flood(&mut wasm, sessions, streams)?;
     let linear = wasm.host.linear_memory_bytes();

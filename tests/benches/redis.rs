@@ -49,7 +49,9 @@ impl Side {
 
     fn driver(self, kv: RedisKv, seed: u64) -> Result<Box<dyn Driver + Send>> {
         Ok(match self {
-            Side::Native => Box::new(Native::with_store(Config::default(), KvStore::new(kv, seed))),
+            Side::Native => Box::new(
+                Native::with_store(Config::default(), KvStore::new(kv, seed)).expect("the default bounds"),
+            ),
             Side::Component => Box::new(WasmKv::new(kv)?),
         })
     }
@@ -73,16 +75,14 @@ struct Host {
 fn prepare(side: Side, kv: RedisKv, seed: u64, buffered: usize) -> Result<Host> {
     let mut d = side.driver(kv, seed)?;
     let config = Config { max_events_per_stream: buffered as u32, ..Config::default() };
-    d.configure(&config)?.map_err(|e| anyhow::anyhow!("configure: {e:?}"))?;
+    d.configure(&config).context("configure")?;
     let session = format!("bench-{seed}");
-    d.open_session(&session)?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
-    let opened = d
-        .open_stream(&session, &Origin::Request(RequestId::Number(1)))?
-        .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    d.open_session(&session)?;
+    let opened = d.open_stream(&session, &Origin::Request(RequestId::Number(1)))?;
     let data = "x".repeat(128);
     let mut ids = Vec::with_capacity(buffered);
     for _ in 0..buffered {
-        ids.push(d.emit(&session, opened.stream, &data)?.map_err(|e| anyhow::anyhow!("{e:?}"))?.id);
+        ids.push(d.emit(&session, opened.stream, &data)?.id);
     }
     Ok(Host { d, session, stream: opened.stream, data, ids })
 }
@@ -92,7 +92,7 @@ fn measure(mut h: Host, samples: usize) -> Result<Timings> {
     let mut emit = Vec::with_capacity(samples);
     for _ in 0..samples {
         let t = Instant::now();
-        let event = h.d.emit(&h.session, h.stream, &h.data)?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        let event = h.d.emit(&h.session, h.stream, &h.data)?;
         emit.push(t.elapsed());
         h.ids.push(event.id);
     }
@@ -100,14 +100,14 @@ fn measure(mut h: Host, samples: usize) -> Result<Timings> {
     let mut resume = Vec::with_capacity(samples);
     for _ in 0..samples {
         let t = Instant::now();
-        let decision = h.d.reconnect(&h.session, cursor.as_bytes(), &Origin::Standalone)?;
+        let decision = h.d.reconnect(&h.session, cursor.as_bytes(), &Origin::Standalone);
         resume.push(t.elapsed());
         match decision {
             Ok(Decision::Resume(r)) => ensure!(r.events.len() == 10, "resumed {} events", r.events.len()),
             other => anyhow::bail!("expected a resume of 10 events: {other:?}"),
         }
     }
-    h.d.end_session(&h.session)?.map_err(|e| anyhow::anyhow!("{e:?}"))?;
+    h.d.end_session(&h.session)?;
     emit.sort();
     resume.sort();
     Ok(Timings { emit, resume })

@@ -1,6 +1,6 @@
-//! One trait, every side: the native core (over the memory or the key-value store) and the real
-//! components in wasmtime (world `gate-memory`, and world `gate-kv` over the draft2 key-value
-//! host).
+//! Every side behind one interface, the transport's `GateApi`: the native core (over the memory
+//! or the key-value store) and the real components in wasmtime (world `gate-memory`, and world
+//! `gate-kv` over the draft2 key-value host), each with a clock the test sets (`Driver`).
 //!
 //! The component side reads time from a wall clock the test controls, through WASI, exactly as
 //! it would read the host's clock; randomness is the host's real one (epochs are compared
@@ -13,12 +13,12 @@ use std::time::Duration;
 use anyhow::Result;
 use edge_host::gate_kv::{self, GateKvInstance, GateKvPre, GateKvState};
 use host_example::GateHost;
-use resume_gate::{Config, Decision, Event, GateError, Opened, Origin, SessionInfo};
+use resume_gate::{Config, GateError};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
 
-pub use resume_gate_model::driver::{Driver, Native};
+pub use resume_gate_model::driver::{Driver, GateApi, Native};
 
 /// A wall clock the test sets, in milliseconds since the Unix epoch.
 #[derive(Clone, Default)]
@@ -99,88 +99,32 @@ impl WasmKv {
     }
 }
 
-/// [`Driver`] for a component side: `$ty` has a `clock` and `exports()`, `$convert` holds the
-/// WIT conversions of its bindings.
-macro_rules! component_driver {
-    ($ty:ty, $convert:path) => {
+/// The transport's `GateApi` for a component side, through the one forwarding every wasmtime
+/// embedding uses; here a trap fails the test at once.
+macro_rules! component_side {
+    ($ty:ty, $convert:path, $exports:ty, $state:ty, $wit_error:ty) => {
+        impl $ty {
+            fn call<T>(
+                &mut self,
+                f: impl FnOnce(&$exports, &mut wasmtime::Store<$state>) -> wasmtime::Result<Result<T, $wit_error>>,
+            ) -> Result<T, GateError> {
+                use $convert as convert;
+                let (gate, store) = self.exports();
+                f(gate, store).expect("the component trapped").map_err(convert::from_wit_error)
+            }
+            fn configured(&mut self, _config: &Config) {}
+            fn memory_bytes_used(&self) -> Option<usize> {
+                None
+            }
+        }
+
         impl Driver for $ty {
             fn set_now(&mut self, ms: u64) {
                 self.clock.set(ms);
             }
-            fn configure(&mut self, config: &Config) -> Result<Result<(), GateError>> {
-                use $convert::*;
-                let (gate, store) = self.exports();
-                Ok(gate.call_configure(store, &to_wit_config(config))?.map_err(from_wit_error))
-            }
-            fn open_session(&mut self, session: &str) -> Result<Result<SessionInfo, GateError>> {
-                use $convert::*;
-                let (gate, store) = self.exports();
-                Ok(gate
-                    .call_open_session(store, session)?
-                    .map(|i| SessionInfo { epoch: i.epoch, reclaimed: i.reclaimed })
-                    .map_err(from_wit_error))
-            }
-            fn end_session(&mut self, session: &str) -> Result<Result<(), GateError>> {
-                use $convert::*;
-                let (gate, store) = self.exports();
-                Ok(gate.call_end_session(store, session)?.map_err(from_wit_error))
-            }
-            fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Result<Opened, GateError>> {
-                use $convert::*;
-                let (gate, store) = self.exports();
-                Ok(gate
-                    .call_open_stream(store, session, &to_wit_origin(origin))?
-                    .map(from_wit_opened)
-                    .map_err(from_wit_error))
-            }
-            fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Result<Event, GateError>> {
-                use $convert::*;
-                let (gate, store) = self.exports();
-                Ok(gate
-                    .call_on_emit(store, session, stream, data)?
-                    .map(from_wit_event)
-                    .map_err(from_wit_error))
-            }
-            fn terminal(
-                &mut self,
-                session: &str,
-                stream: u64,
-                data: &str,
-            ) -> Result<Result<Event, GateError>> {
-                use $convert::*;
-                let (gate, store) = self.exports();
-                Ok(gate
-                    .call_on_terminal(store, session, stream, data)?
-                    .map(from_wit_event)
-                    .map_err(from_wit_error))
-            }
-            fn detach(
-                &mut self,
-                session: &str,
-                stream: u64,
-                attachment: u32,
-            ) -> Result<Result<(), GateError>> {
-                use $convert::*;
-                let (gate, store) = self.exports();
-                Ok(gate.call_on_detach(store, session, stream, attachment)?.map_err(from_wit_error))
-            }
-            fn abort(&mut self, session: &str, stream: u64) -> Result<Result<(), GateError>> {
-                use $convert::*;
-                let (gate, store) = self.exports();
-                Ok(gate.call_abort_stream(store, session, stream)?.map_err(from_wit_error))
-            }
-            fn reconnect(
-                &mut self,
-                session: &str,
-                cursor: &[u8],
-                origin: &Origin,
-            ) -> Result<Result<Decision, GateError>> {
-                use $convert::*;
-                let (gate, store) = self.exports();
-                let d = gate.call_on_reconnect(store, session, cursor, &to_wit_origin(origin))?;
-                Ok(d.map(from_wit_decision).map_err(from_wit_error))
-            }
         }
+
+        mcp_transport::forward_gate_api!($ty, $convert);
     };
 }
 
@@ -196,5 +140,17 @@ impl WasmKv {
     }
 }
 
-component_driver!(Wasm, host_example::convert);
-component_driver!(WasmKv, edge_host::gate_kv::convert);
+component_side!(
+    Wasm,
+    host_example::convert,
+    host_example::GateExports,
+    host_example::HostState,
+    host_example::types::GateError
+);
+component_side!(
+    WasmKv,
+    edge_host::gate_kv::convert,
+    gate_kv::GateExports,
+    GateKvState,
+    gate_kv::types::GateError
+);

@@ -17,6 +17,7 @@ use edge_host::variables::{ALLOWED_HOSTS, LEASE_MS, MAX_SESSIONS, Variables};
 use host_example::GateHost;
 use host_example::serve::App;
 pub use host_example::serve::Tcp;
+use mcp_transport::gate::GateApi as _;
 use mcp_transport::hosts::{AllowedHosts, LOCALHOST};
 use resume_gate::kv::{MemoryKv, Semantics};
 use serde_json::{Value, json};

@@ -6,7 +6,8 @@
 //!
 //! - [`ops`], [`held`], [`model`] (re-exported from `resume-gate-model`, which the fuzzer
 //!   shares): operation sequences and their runner, what a store holds, the reference model.
-//! - [`drivers`]: the `Driver` trait, the native core and the wasmtime components behind it.
+//! - [`drivers`]: the native core and the wasmtime components behind the transport's `GateApi`,
+//!   each with a clock the test sets (`Driver`).
 //! - [`http`]: the servers under test (host-example, and the Spin app served by edge-host) on
 //!   a loopback port, and a raw HTTP/SSE client that can cut a connection at any byte.
 //! - [`keep_alive`]: MCP sessions on kept-alive HTTP/1.1 connections, as real clients connect,

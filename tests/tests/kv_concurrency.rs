@@ -8,13 +8,14 @@
 //! (`cargo test -p resume-gate-tests --test kv_concurrency -- --nocapture`).
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Barrier, OnceLock};
+use std::sync::{Arc, Barrier};
 
-use edge_host::gate_kv::types::{Decision, Event, GateError, Origin, RequestId, StaleReason};
-use edge_host::gate_kv::{GateKvInstance, GateKvPre, GateKvState, prepare};
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use edge_host::keyvalue::SharedKv;
 use resume_gate::kv::MemoryKv;
-use wasmtime::Engine;
+use resume_gate::{Decision, Event, GateError, Origin, RequestId, StaleReason};
+use resume_gate_tests::drivers::{Driver, GateApi, WasmKv};
 
 const THREADS: usize = 8;
 
@@ -61,66 +62,29 @@ mod round_trips_per_operation {
     }
 }
 
-fn pre() -> GateKvPre<GateKvState> {
-    static PRE: OnceLock<GateKvPre<GateKvState>> = OnceLock::new();
-    PRE.get_or_init(|| prepare(&Engine::default()).expect("compile gate-kv")).clone()
+/// One gate-kv instance over `kv`, reading the real time; a trap fails the test.
+fn instance(kv: &SharedKv) -> WasmKv {
+    let mut gate = WasmKv::new(kv.clone()).expect("instantiate gate-kv");
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).expect("after 1970");
+    gate.set_now(now.as_millis() as u64);
+    gate
 }
 
-/// One gate instance; every call unwraps the trap layer (a trap fails the test).
-struct Gate(GateKvInstance);
+/// Opens the stream of request `request`: (stream, attachment, priming cursor).
+fn open_request(gate: &mut WasmKv, session: &str, request: i64) -> Result<(u64, u32, String), GateError> {
+    let origin = Origin::Request(RequestId::Number(request));
+    gate.open_stream(session, &origin).map(|o| (o.stream, o.attachment, o.priming.id))
+}
 
-impl Gate {
-    fn new(kv: &SharedKv) -> Self {
-        Self(GateKvInstance::new(&pre(), kv.clone()).expect("instantiate gate-kv"))
-    }
-
-    fn open_session(&mut self, session: &str) {
-        let (g, s) = self.0.gate();
-        g.call_open_session(s, session).unwrap().expect("open the session");
-    }
-
-    fn open_stream(&mut self, session: &str, request: i64) -> Result<(u64, u32, String), GateError> {
-        let (g, s) = self.0.gate();
-        let origin = Origin::Request(RequestId::Number(request));
-        g.call_open_stream(s, session, &origin).unwrap().map(|o| (o.stream, o.attachment, o.priming.id))
-    }
-
-    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
-        let (g, s) = self.0.gate();
-        g.call_on_emit(s, session, stream, data).unwrap()
-    }
-
-    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
-        let (g, s) = self.0.gate();
-        g.call_on_terminal(s, session, stream, data).unwrap()
-    }
-
-    fn detach(&mut self, session: &str, stream: u64, attachment: u32) {
-        let (g, s) = self.0.gate();
-        g.call_on_detach(s, session, stream, attachment).unwrap().expect("detach");
-    }
-
-    fn abort(&mut self, session: &str, stream: u64) {
-        let (g, s) = self.0.gate();
-        g.call_abort_stream(s, session, stream).unwrap().expect("abort");
-    }
-
-    /// A GET with `Last-Event-ID`.
-    fn reconnect(&mut self, session: &str, cursor: &str) -> Decision {
-        let (g, s) = self.0.gate();
-        g.call_on_reconnect(s, session, cursor.as_bytes(), &Origin::Standalone).unwrap().expect("reconnect")
-    }
-
-    fn poll(&mut self, session: &str, stream: u64, attachment: u32, after: u64) -> usize {
-        let (g, s) = self.0.gate();
-        g.call_poll_stream(s, session, stream, attachment, after).unwrap().expect("poll").events.len()
-    }
+/// A GET with `Last-Event-ID`.
+fn reconnect(gate: &mut WasmKv, session: &str, cursor: &str) -> Decision {
+    gate.reconnect(session, cursor.as_bytes(), &Origin::Standalone).expect("reconnect")
 }
 
 /// Runs `work(thread)` on `THREADS` threads, each with its own instance, released together.
 fn on_many_instances<T: Send + 'static>(
     kv: &SharedKv,
-    work: impl Fn(usize, &mut Gate) -> T + Send + Sync + 'static,
+    work: impl Fn(usize, &mut WasmKv) -> T + Send + Sync + 'static,
 ) -> Vec<T> {
     let work = Arc::new(work);
     let start = Arc::new(Barrier::new(THREADS));
@@ -128,7 +92,7 @@ fn on_many_instances<T: Send + 'static>(
         .map(|t| {
             let (kv, work, start) = (kv.clone(), Arc::clone(&work), Arc::clone(&start));
             std::thread::spawn(move || {
-                let mut gate = Gate::new(&kv);
+                let mut gate = instance(&kv);
                 start.wait();
                 work(t, &mut gate)
             })
@@ -139,10 +103,10 @@ fn on_many_instances<T: Send + 'static>(
 
 /// A session with one detached request stream: (stream, priming cursor).
 fn detached_stream(kv: &SharedKv, session: &str) -> (u64, String) {
-    let mut gate = Gate::new(kv);
-    gate.open_session(session);
-    let (stream, attachment, priming) = gate.open_stream(session, 1).unwrap();
-    gate.detach(session, stream, attachment);
+    let mut gate = instance(kv);
+    gate.open_session(session).expect("open the session");
+    let (stream, attachment, priming) = open_request(&mut gate, session, 1).unwrap();
+    gate.detach(session, stream, attachment).expect("detach");
     (stream, priming)
 }
 
@@ -170,7 +134,7 @@ fn concurrent_emits_lose_nothing_and_never_share_a_sequence_number(kv: SharedKv)
     let (first, last) = (*seqs.first().unwrap(), *seqs.last().unwrap());
     assert_eq!(last - first + 1, seqs.len() as u64, "the sequence has a gap");
 
-    let replay = resumed(Gate::new(&kv).reconnect("sess-emit", &priming));
+    let replay = resumed(reconnect(&mut instance(&kv), "sess-emit", &priming));
     let mut expected = emitted.clone();
     expected.sort();
     let got: Vec<(u64, String)> = replay.into_iter().map(|e| (e.seq, e.data)).collect();
@@ -178,8 +142,8 @@ fn concurrent_emits_lose_nothing_and_never_share_a_sequence_number(kv: SharedKv)
 }
 
 fn concurrent_opens_of_one_request_id_admit_exactly_one_stream(kv: SharedKv) {
-    Gate::new(&kv).open_session("sess-open");
-    let outcomes = on_many_instances(&kv, |_, gate| gate.open_stream("sess-open", 42));
+    instance(&kv).open_session("sess-open").expect("open the session");
+    let outcomes = on_many_instances(&kv, |_, gate| open_request(gate, "sess-open", 42));
     let won = outcomes.iter().filter(|o| o.is_ok()).count();
     assert_eq!(won, 1, "{outcomes:?}");
     assert!(outcomes.iter().all(|o| o.is_ok() || o == &Err(GateError::DuplicateRequestId)), "{outcomes:?}");
@@ -192,7 +156,7 @@ fn an_abort_racing_emits_is_final_and_the_stream_never_comes_back(kv: SharedKv) 
             for i in 0..10 {
                 gate.emit("sess-abort", stream, &format!("before {i}")).expect("emit before the abort");
             }
-            gate.abort("sess-abort", stream);
+            gate.abort("sess-abort", stream).expect("abort");
             return;
         }
         // Emit until the stream refuses: after that, no emit may be accepted again.
@@ -207,10 +171,10 @@ fn an_abort_racing_emits_is_final_and_the_stream_never_comes_back(kv: SharedKv) 
             }
         }
     });
-    let mut gate = Gate::new(&kv);
+    let mut gate = instance(&kv);
     assert!(gate.emit("sess-abort", stream, "after").is_err());
     assert!(gate.terminal("sess-abort", stream, "after").is_err());
-    match gate.reconnect("sess-abort", &priming) {
+    match reconnect(&mut gate, "sess-abort", &priming) {
         Decision::Fresh(f) => assert_eq!(f.reason, StaleReason::Aborted),
         Decision::Resume(r) => panic!("an aborted stream resumed with {} events", r.events.len()),
     }
@@ -234,7 +198,7 @@ fn a_terminal_racing_emits_is_the_last_event_of_its_stream(kv: SharedKv) {
     });
     let terminal_seq = terminal_seq.into_iter().flatten().next().unwrap();
     // The first resume after the terminal replays everything up to it, the terminal last.
-    let replay = resumed(Gate::new(&kv).reconnect("sess-term", &priming));
+    let replay = resumed(reconnect(&mut instance(&kv), "sess-term", &priming));
     let last = replay.last().expect("the terminal is replayed");
     assert!(last.terminal && last.seq == terminal_seq && last.data == "result", "{last:?}");
     assert!(replay.iter().rev().skip(1).all(|e| !e.terminal && e.seq < terminal_seq));
@@ -243,13 +207,13 @@ fn a_terminal_racing_emits_is_the_last_event_of_its_stream(kv: SharedKv) {
 fn sessions_opened_and_fed_at_once_never_see_each_others_events(kv: SharedKv) {
     let replays = on_many_instances(&kv, |t, gate| {
         let session = format!("sess-own-{t}");
-        gate.open_session(&session);
-        let (stream, attachment, priming) = gate.open_stream(&session, 1).unwrap();
-        gate.detach(&session, stream, attachment);
+        gate.open_session(&session).expect("open the session");
+        let (stream, attachment, priming) = open_request(gate, &session, 1).unwrap();
+        gate.detach(&session, stream, attachment).expect("detach");
         for i in 0..10 {
             gate.emit(&session, stream, &format!("{t}:{i}")).unwrap();
         }
-        let mine = resumed(gate.reconnect(&session, &priming));
+        let mine = resumed(reconnect(gate, &session, &priming));
         (t, mine.into_iter().map(|e| e.data).collect::<Vec<_>>())
     });
     for (t, data) in replays {
@@ -259,7 +223,7 @@ fn sessions_opened_and_fed_at_once_never_see_each_others_events(kv: SharedKv) {
 }
 
 fn round_trips_per_operation(kv: MemoryKv) {
-    let mut gate = Gate::new(&kv.clone().into());
+    let mut gate = instance(&kv.clone().into());
     let mut table: Vec<(&str, u64, u64)> = Vec::new();
     let mut mark = (kv.calls(), kv.bytes());
     let mut record = |name, kv: &MemoryKv| {
@@ -267,33 +231,33 @@ fn round_trips_per_operation(kv: MemoryKv) {
         table.push((name, now.0 - mark.0, now.1 - mark.1));
         mark = now;
     };
-    gate.open_session("sess-cost");
+    gate.open_session("sess-cost").expect("open the session");
     record("open-session", &kv);
-    let (stream, attachment, priming) = gate.open_stream("sess-cost", 1).unwrap();
+    let (stream, attachment, priming) = open_request(&mut gate, "sess-cost", 1).unwrap();
     record("open-stream", &kv);
     gate.emit("sess-cost", stream, "x").unwrap();
     record("on-emit", &kv);
     gate.emit("sess-cost", stream, "y").unwrap();
     record("on-emit (2nd)", &kv);
-    assert_eq!(gate.poll("sess-cost", stream, attachment, 0), 2);
+    assert_eq!(gate.poll("sess-cost", stream, attachment, 0).expect("poll").events.len(), 2);
     record("poll-stream (2 new events)", &kv);
-    gate.detach("sess-cost", stream, attachment);
+    gate.detach("sess-cost", stream, attachment).expect("detach");
     record("on-detach", &kv);
-    assert_eq!(resumed(gate.reconnect("sess-cost", &priming)).len(), 2);
+    assert_eq!(resumed(reconnect(&mut gate, "sess-cost", &priming)).len(), 2);
     record("on-reconnect (resume, 2 events)", &kv);
-    assert!(matches!(gate.reconnect("sess-cost", "rg1.zz"), Decision::Fresh(_)));
+    assert!(matches!(reconnect(&mut gate, "sess-cost", "rg1.zz"), Decision::Fresh(_)));
     record("on-reconnect (malformed cursor)", &kv);
     gate.terminal("sess-cost", stream, "done").unwrap();
     record("on-terminal", &kv);
     // The same on a stream that holds 1,024 events of 128 bytes.
-    let (long, _, _) = gate.open_stream("sess-cost", 2).unwrap();
+    let (long, _, _) = open_request(&mut gate, "sess-cost", 2).unwrap();
     let data = "x".repeat(128);
     let last = (0..1024).map(|_| gate.emit("sess-cost", long, &data).unwrap()).last().unwrap();
     let before_last = last.id;
     record("(filling a stream with 1,024 events)", &kv);
     gate.emit("sess-cost", long, &data).unwrap();
     record("on-emit (1,024 buffered)", &kv);
-    assert_eq!(resumed(gate.reconnect("sess-cost", &before_last)).len(), 1);
+    assert_eq!(resumed(reconnect(&mut gate, "sess-cost", &before_last)).len(), 1);
     record("on-reconnect (1,024 buffered, 1 missed)", &kv);
 
     for (name, calls, bytes) in table.iter().filter(|(name, ..)| !name.starts_with('(')) {

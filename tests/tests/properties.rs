@@ -4,7 +4,7 @@
 //! key-value store, under a tight memory budget, and with any bytes as a cursor.
 
 use proptest::prelude::*;
-use resume_gate::kv::{MemoryKv, Semantics};
+use resume_gate::kv::{KvStore, MemoryKv, Semantics};
 use resume_gate::{Config, Decision, GateError, Origin};
 use resume_gate_tests::drivers::Native;
 use resume_gate_tests::held::KvView;
@@ -15,10 +15,10 @@ const CASES: u32 = 2_000;
 
 fn holds(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
     let config = small_config(signed);
-    let mut run = Run::new(Native::new(config.clone()), &config);
+    let mut run = Run::new(Native::with_config(config.clone()).expect("valid config"), &config);
     let mut model = Model::new(config, run.now);
     for op in ops {
-        let (call, outcome) = run.step(op).expect("the native core has no traps");
+        let (call, outcome) = run.step(op);
         model.check(&call, &outcome, run.driver.gate.store())?;
     }
     Ok(())
@@ -29,10 +29,13 @@ fn holds(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
 fn holds_over_kv(ops: &[Op], signed: bool, semantics: Semantics) -> Result<(), TestCaseError> {
     let config = small_config(signed);
     let kv = MemoryKv::with_semantics(semantics);
-    let mut run = Run::new(Native::over_kv(config.clone(), kv.clone(), 7), &config);
+    let mut run = Run::new(
+        Native::with_store(config.clone(), KvStore::new(kv.clone(), 7)).expect("valid config"),
+        &config,
+    );
     let mut model = Model::new(config, run.now);
     for op in ops {
-        let (call, outcome) = run.step(op).expect("the native core has no traps");
+        let (call, outcome) = run.step(op);
         model.check(&call, &outcome, &KvView(&kv))?;
     }
     for session in model.sessions.keys() {
@@ -53,9 +56,9 @@ fn holds_over_kv(ops: &[Op], signed: bool, semantics: Semantics) -> Result<(), T
 /// refusals are the documented ones.
 fn the_budget_holds(ops: &[Op]) -> Result<(), TestCaseError> {
     let config = tight_budget_config(false);
-    let mut run = Run::new(Native::new(config.clone()), &config);
+    let mut run = Run::new(Native::with_config(config.clone()).expect("valid config"), &config);
     for op in ops {
-        let (call, outcome) = run.step(op).expect("the native core has no traps");
+        let (call, outcome) = run.step(op);
         let refusal = match &outcome {
             Outcome::Session(Err(e)) | Outcome::Unit(Err(e)) => Some(e.clone()),
             Outcome::Opened(Err(e)) => Some(e.clone()),

@@ -195,7 +195,7 @@ pub struct Run<D> {
 impl<D: Driver> Run<D> {
     pub fn new(mut driver: D, config: &Config) -> Self {
         driver.set_now(T0);
-        driver.configure(config).expect("no trap").expect("valid config");
+        driver.configure(config).expect("valid config");
         Self { driver, now: T0, issued: Vec::new(), streams: Vec::new(), step: 0 }
     }
 
@@ -273,44 +273,44 @@ impl<D: Driver> Run<D> {
         }
     }
 
-    /// Resolves and plays one operation. `Err` means the side trapped.
-    pub fn step(&mut self, op: &Op) -> anyhow::Result<(Call, Outcome)> {
+    /// Resolves and plays one operation. A component side panics if it traps.
+    pub fn step(&mut self, op: &Op) -> (Call, Outcome) {
         let call = self.resolve(op);
-        let outcome = self.call(&call)?;
+        let outcome = self.call(&call);
         self.step += 1;
-        Ok((call, outcome))
+        (call, outcome)
     }
 
-    pub fn call(&mut self, call: &Call) -> anyhow::Result<Outcome> {
+    pub fn call(&mut self, call: &Call) -> Outcome {
         let d = &mut self.driver;
-        Ok(match call {
-            Call::OpenSession(s) => Outcome::Session(d.open_session(s)?.map(|_| ())),
-            Call::EndSession(s) => Outcome::Unit(d.end_session(s)?),
+        match call {
+            Call::OpenSession(s) => Outcome::Session(d.open_session(s).map(|_| ())),
+            Call::EndSession(s) => Outcome::Unit(d.end_session(s)),
             Call::OpenStream(s, o) => {
-                let r = d.open_stream(s, o)?;
+                let r = d.open_stream(s, o);
                 if let Ok(opened) = &r {
                     self.opened(s, opened);
                 }
                 Outcome::Opened(r)
             }
             Call::Emit(s, no, data) => {
-                let r = d.emit(s, *no, data)?;
+                let r = d.emit(s, *no, data);
                 if let Ok(e) = &r {
                     self.issued.push(e.id.clone());
                 }
                 Outcome::Event(r)
             }
             Call::Terminal(s, no, data) => {
-                let r = d.terminal(s, *no, data)?;
+                let r = d.terminal(s, *no, data);
                 if let Ok(e) = &r {
                     self.issued.push(e.id.clone());
                 }
                 Outcome::Event(r)
             }
-            Call::Detach(s, no, a) => Outcome::Unit(d.detach(s, *no, *a)?),
-            Call::Abort(s, no) => Outcome::Unit(d.abort(s, *no)?),
+            Call::Detach(s, no, a) => Outcome::Unit(d.detach(s, *no, *a)),
+            Call::Abort(s, no) => Outcome::Unit(d.abort(s, *no)),
             Call::Reconnect(s, cursor, o) => {
-                let r = d.reconnect(s, cursor, o)?;
+                let r = d.reconnect(s, cursor, o);
                 match &r {
                     Ok(Decision::Fresh(f)) => self.opened(s, &f.opened),
                     Ok(Decision::Resume(res)) => {
@@ -329,7 +329,7 @@ impl<D: Driver> Run<D> {
                 self.driver.set_now(self.now);
                 Outcome::Advanced
             }
-        })
+        }
     }
 
     fn opened(&mut self, session: &str, opened: &Opened) {
