@@ -112,6 +112,13 @@ impl EventId {
         s
     }
 
+    /// The length of `format()` for the id of `seq` on `stream`, without minting it.
+    pub fn formatted_len(stream: u64, seq: u64, signed: bool) -> usize {
+        let digits = |n: u64| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+        let mac = if signed { 1 + 2 * MAC_LEN } else { 0 };
+        "rg1.".len() + 16 + 1 + 2 * TAG_LEN + 1 + digits(stream) + 1 + digits(seq) + mac
+    }
+
     /// Parses any bytes; `None` for anything that is not a canonical id.
     pub fn parse(bytes: &[u8]) -> Option<Self> {
         if bytes.len() > MAX_LEN {

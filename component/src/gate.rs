@@ -9,15 +9,13 @@ use crate::config::{Config, Millis};
 use crate::counters::Counters;
 use crate::decision::{Decision, FreshStart, Reconnect, Resumption, Verdict, decide};
 use crate::error::GateError;
-use crate::event_id::{EventId, SessionTag, SigningKey};
+use crate::event_id::{EventId, SigningKey};
 use crate::room::Budget;
 use crate::session::{SessionMeta, next_epoch, validate_session_id};
 use crate::store::{
     EVENT_OVERHEAD, Edit, MAX_ATTEMPTS, MemoryStore, Store, contention, event_cost, session_cost, stream_cost,
 };
-use crate::stream::{
-    Buffered, EventKey, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState, StreamSummary,
-};
+use crate::stream::{EventRef, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState, StreamSummary};
 
 /// An event for the host to write as one SSE frame (`id:`, optional `retry:`, `data:`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,10 +61,9 @@ pub struct Polled {
     pub stranded: Option<RequestId>,
 }
 
-/// An event to append, its data already stored under `key`.
+/// An event to append.
 #[derive(Clone, Copy)]
 struct NewEvent<'a> {
-    key: EventKey,
     data: &'a str,
     terminal: bool,
     now: Millis,
@@ -79,10 +76,10 @@ enum Appended {
     Event {
         seq: Seq,
         id: String,
-        evicted: Vec<EventKey>,
+        evicted: Vec<EventRef>,
     },
     /// The stream was kept past retention: aborted now, its buffer to free.
-    Expired(Vec<EventKey>),
+    Expired(Vec<EventRef>),
     Refused(GateError),
 }
 
@@ -361,7 +358,7 @@ impl<S: Store> Gate<S> {
             return Err(GateError::DuplicateRequestId);
         }
         let no = self.store.allocate_stream_no(&session.id)?;
-        let meta = StreamMeta::new(no, session.epoch, origin, now, self.config.lease_ms);
+        let meta = StreamMeta::new(no, session.epoch, session.tag, origin, now, self.config.lease_ms);
         self.store.create_stream(&session.id, &meta)?;
         match self.list_stream(session, &meta, now) {
             Ok(superseded) => {
@@ -475,20 +472,24 @@ impl<S: Store> Gate<S> {
         now: Millis,
     ) -> Result<Event, GateError> {
         validate_session_id(session)?;
-        let stamp = self.store.session_stamp(session)?.ok_or(GateError::UnknownSession)?;
         // Bytes the budgets lack for this event once nothing else can be freed: the stream's
-        // own oldest events go, or if they are too few, the event is not buffered.
-        let shortfall = self.room_for(event_cost(&data), now, session)?.shortfall;
-        let Some(key) = self.store.put_event(session, no, &data)? else {
-            return Err(GateError::UnknownStream);
+        // own oldest events go, or if they are too few, the event is not buffered. (A store
+        // that does not count bytes needs no look at the session: the stream names its epoch.)
+        let shortfall = match self.store.bytes_held(Some(session))? {
+            None => 0,
+            Some(_) => {
+                self.store.session_stamp(session)?.ok_or(GateError::UnknownSession)?;
+                self.room_for(event_cost(&data), now, session)?.shortfall
+            }
         };
-        let event = NewEvent { key, data: &data, terminal, now, shortfall };
-        let recorded = self.append(session, stamp, no, &event);
-        if !matches!(recorded, Ok(Appended::Event { .. })) {
-            // Not published: its data goes again (a failing store may keep it; it is unlisted).
-            let _ = self.store.delete_events(session, no, &[key]);
-        }
-        match recorded? {
+        let event = NewEvent { data: &data, terminal, now, shortfall };
+        let Some(appended) = self.append(session, no, &event)? else {
+            return Err(match self.store.session_stamp(session)? {
+                None => GateError::UnknownSession,
+                Some(_) => GateError::UnknownStream,
+            });
+        };
+        match appended {
             Appended::Event { seq, id, evicted } => {
                 self.store.delete_events(session, no, &evicted)?;
                 self.counters.evicted_events += evicted.len() as u64;
@@ -504,34 +505,20 @@ impl<S: Store> Gate<S> {
         }
     }
 
-    /// Appends an event whose data is stored to its stream record: one edit, in place on the
-    /// memory store.
+    /// Appends an event to its stream: one edit, in place on the memory store; the store
+    /// writes the event's data before it publishes the record. `None`: no such stream.
     fn append(
         &mut self,
         session: &str,
-        (epoch, tag): (u64, SessionTag),
         no: StreamNo,
         event: &NewEvent<'_>,
-    ) -> Result<Appended, GateError> {
-        let NewEvent { key, data, terminal, now, shortfall } = *event;
+    ) -> Result<Option<Appended>, GateError> {
+        let NewEvent { data, terminal, now, shortfall } = *event;
         let (config, signing) = (&self.config, self.key.as_ref());
-        let mut attempts = 0;
-        let mut last_evicted = Vec::new();
-        let appended = self.store.edit_stream(session, no, &mut |stream| {
-            attempts += 1;
-            if stream.epoch != epoch {
-                return Edit::Keep(Appended::Refused(GateError::UnknownStream));
-            }
+        let signed = signing.is_some();
+        Ok(self.store.append_event(session, no, data, &mut |stream, key, data_len| {
             if terminal && stream.origin == Origin::Standalone {
                 return Edit::Keep(Appended::Refused(GateError::NotARequestStream));
-            }
-            // A store may answer `cas-failed` after it committed (Spin's Redis backend): the
-            // write was this one if the stream lists this event's key.
-            if attempts > 1
-                && let Some(seq) = stream.seq_of(key)
-            {
-                let id = EventId::mint(epoch, tag, no, seq, signing).format();
-                return Edit::Keep(Appended::Event { seq, id, evicted: std::mem::take(&mut last_evicted) });
             }
             if stream.expired(now, config.retention_ms) {
                 return Edit::Save(Appended::Expired(stream.finish(StreamState::Aborted)));
@@ -539,11 +526,9 @@ impl<S: Store> Gate<S> {
             if !stream.state.takes_events() {
                 return Edit::Keep(Appended::Refused(GateError::StreamFinished));
             }
-            let seq = stream.last_seq.saturating_add(1);
-            let id = EventId::mint(epoch, tag, no, seq, signing).format();
+            let seq = stream.push(key);
+            let id = EventId::mint(stream.epoch, stream.tag, no, seq, signing).format();
             let cost = u32::try_from(id.len() + data.len()).unwrap_or(u32::MAX);
-            stream.last_seq = seq;
-            stream.buffer.push_back(Buffered { key, cost });
             stream.buffered_bytes = stream.buffered_bytes.saturating_add(u64::from(cost));
             stream.last_active = now;
             stream.lease_until = now.saturating_add(config.lease_ms);
@@ -553,22 +538,25 @@ impl<S: Store> Gate<S> {
             }
             let mut evicted = Vec::new();
             let mut owed = shortfall;
-            while stream.buffer.len() > config.max_events_per_stream as usize
+            while stream.buffered() > u64::from(config.max_events_per_stream)
                 || stream.buffered_bytes > config.max_bytes_per_stream
                 || owed > 0
             {
-                let Some(old) = stream.buffer.pop_front() else { break };
-                stream.first_buffered = stream.first_buffered.saturating_add(1);
-                stream.buffered_bytes = stream.buffered_bytes.saturating_sub(u64::from(old.cost));
-                evicted.push(old.key);
+                let Some(old) = stream.pop_oldest() else { break };
+                let old_cost = if old.seq == seq {
+                    cost
+                } else {
+                    let len = EventId::formatted_len(no, old.seq, signed) as u64 + data_len(old);
+                    u32::try_from(len).unwrap_or(u32::MAX)
+                };
+                stream.buffered_bytes = stream.buffered_bytes.saturating_sub(u64::from(old_cost));
+                evicted.push(old);
                 // An older id is no longer than this one: this undercounts what is freed.
-                let freed = u64::from(old.cost).saturating_sub(id.len() as u64) + EVENT_OVERHEAD;
+                let freed = u64::from(old_cost).saturating_sub(id.len() as u64) + EVENT_OVERHEAD;
                 owed = owed.saturating_sub(freed);
             }
-            last_evicted.clone_from(&evicted);
-            Edit::Save(Appended::Event { seq, id, evicted })
-        })?;
-        Ok(appended.unwrap_or(Appended::Refused(GateError::UnknownStream)))
+            Edit::Append(Appended::Event { seq, id, evicted })
+        })?)
     }
 
     fn detach_inner(
@@ -623,13 +611,13 @@ impl<S: Store> Gate<S> {
         stream: &StreamMeta,
         after: Seq,
     ) -> Result<Option<Vec<Event>>, GateError> {
-        let (seqs, keys): (Vec<Seq>, Vec<EventKey>) =
-            stream.buffered_after(after).map(|(seq, b)| (seq, b.key)).unzip();
-        let Some(data) = self.store.event_data(&session.id, stream.no, &keys)? else {
+        let events: Vec<EventRef> = stream.buffered_after(after).collect();
+        let Some(data) = self.store.event_data(&session.id, stream.no, &events)? else {
             return Ok(None);
         };
-        let events = seqs
-            .into_iter()
+        let events = events
+            .iter()
+            .map(|e| e.seq)
             .zip(data)
             .map(|(seq, data)| Event {
                 id: EventId::mint(session.epoch, session.tag, stream.no, seq, self.key.as_ref()).format(),

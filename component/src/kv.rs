@@ -9,8 +9,8 @@
 //! | `rg/{session}/s` | session record (epoch, standalone stream, listed streams) |
 //! | `rg/{session}/n` | counter: last stream number handed out |
 //! | `rg/{session}/r/{request}` | counter: claims of a JSON-RPC request id |
-//! | `rg/{session}/t/{stream}` | stream record (state, attachment, buffer index) |
-//! | `rg/{session}/e/{stream}/{key}` | one event's data |
+//! | `rg/{session}/t/{stream}` | stream head (state, attachment, sequence numbers, writers) |
+//! | `rg/{session}/e/{stream}/{writer}.{n}` | one event's data |
 //! | `rg/{session}/p` | the admission-queue slot the session is queued in |
 //! | `rg/q/tail`, `rg/q/head` | counters: the admission queue's ends |
 //! | `rg/q/{slot}` | the session queued in that slot |
@@ -33,9 +33,12 @@
 //!   bytes).
 //! - records change only by compare-and-swap on a value read before (the gate retries a lost
 //!   race from a fresh load), so two writers never both win;
-//! - an event's data goes under a key of its own (random per instance, plus a counter) before
-//!   the record that lists it is swapped in, so no record names missing data and no writer
-//!   clobbers another's event; a sequence number is assigned by the swap that publishes it;
+//! - an event's data goes under a key of its own — its writer (the instance's seed) and the
+//!   writer's number for it — before the stream head that raises `last_seq` to it is swapped
+//!   in, so no head names missing data and racing writers never clobber each other's data; a
+//!   sequence number is assigned by the swap that publishes it. The head stays small whatever
+//!   it buffers: it names the buffered range and, as runs of consecutive numbers, where their
+//!   data is. An emit is three calls (write the event, watch the head, swap the head);
 //! - a record is removed by first swapping in a tombstone, so a slower writer's swap fails
 //!   instead of resurrecting it; the key is deleted afterwards.
 //!
@@ -63,8 +66,8 @@ use sha2::{Digest, Sha256};
 use crate::config::Millis;
 use crate::error::StoreError;
 use crate::session::SessionMeta;
-use crate::store::{Edit, MAX_ATTEMPTS, Store, contention, holds_no_work};
-use crate::stream::{EventKey, RequestId, StreamMeta, StreamNo};
+use crate::store::{AppendEdit, Edit, MAX_ATTEMPTS, Store, contention, holds_no_work};
+use crate::stream::{DataKey, EventRef, RequestId, Seq, StreamMeta, StreamNo};
 
 /// The operations of `wasi:keyvalue/store` and `wasi:keyvalue/atomics` the gate needs.
 pub trait Kv {
@@ -101,9 +104,16 @@ const ADMISSION_PROBES: usize = 8;
 pub struct KvStore<K: Kv> {
     kv: K,
     seed: u64,
-    next_event_key: EventKey,
     writes: u64,
+    /// The next data number for the streams this instance wrote to last (see `data_key`).
+    numbering: Vec<(String, StreamNo, u64)>,
+    /// Blocks of data numbers handed out: each starts a stream's numbering afresh.
+    blocks: u64,
 }
+
+/// Streams whose numbering an instance remembers; another one starts a fresh block (a new
+/// run in its stream's head, nothing worse).
+const NUMBERED_STREAMS: usize = 16;
 
 /// A record as loaded, for the swap that saves it: its key, version and latest writers, and
 /// the watch.
@@ -121,10 +131,29 @@ struct Stamp {
 }
 
 impl<K: Kv> KvStore<K> {
-    /// `seed` should be random per instance: event keys and write tokens start from it, so
-    /// two instances never pick the same key or token.
+    /// `seed` should be random per instance: it names the instance as an events' writer and
+    /// starts its write tokens, so two instances never pick the same key or token.
     pub fn new(kv: K, seed: u64) -> Self {
-        Self { kv, seed, next_event_key: seed, writes: 0 }
+        Self { kv, seed, writes: 0, numbering: Vec::new(), blocks: 0 }
+    }
+
+    /// A key for the data of this instance's next event on the stream: numbered on from its
+    /// previous one there (so one run names both), or from a fresh block of 2^32 numbers, which
+    /// no earlier key of this writer on any stream used.
+    fn data_key(&mut self, session: &str, no: StreamNo) -> DataKey {
+        let known = self.numbering.iter().position(|(s, n, _)| *n == no && s == session);
+        let n = match known {
+            Some(i) => self.numbering.remove(i).2,
+            None => {
+                self.blocks = self.blocks.wrapping_add(1);
+                self.blocks << 32
+            }
+        };
+        if self.numbering.len() >= NUMBERED_STREAMS {
+            self.numbering.remove(0);
+        }
+        self.numbering.push((session.to_owned(), no, n.wrapping_add(1)));
+        DataKey { writer: self.seed, n }
     }
 
     pub fn kv(&mut self) -> &mut K {
@@ -231,9 +260,57 @@ impl<K: Kv> KvStore<K> {
         Ok(holds_no_work(&streams, touched, now, retention))
     }
 
+    /// The compare-and-swap loop of `append_event`, its data stored under `key`; the result,
+    /// and whether the head names the data.
+    fn publish<R>(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+        head: &str,
+        key: DataKey,
+        edit: &mut AppendEdit<'_, R>,
+    ) -> Result<Option<(R, bool)>, StoreError> {
+        let mut tried: Option<(Seq, R)> = None;
+        for _ in 0..MAX_ATTEMPTS {
+            let Some((mut meta, loaded)) = self.load::<StreamMeta>(head)? else { return Ok(None) };
+            if let Some((seq, result)) = tried.take()
+                && meta.event_ref(seq).is_some_and(|e| e.key == key)
+            {
+                return Ok(Some((result, true)));
+            }
+            let mut failed = None;
+            let edited = {
+                let kv = &mut self.kv;
+                let mut data_len = |e: EventRef| match kv.get(&event_key(session, no, e.key)) {
+                    Ok(value) => value.map_or(0, |v| v.len() as u64),
+                    Err(err) => {
+                        failed = Some(err);
+                        0
+                    }
+                };
+                edit(&mut meta, key, &mut data_len)
+            };
+            if let Some(err) = failed {
+                return Err(err);
+            }
+            let (result, appended) = match edited {
+                Edit::Keep(r) => return Ok(Some((r, false))),
+                Edit::Save(r) => (r, false),
+                Edit::Append(r) => (r, true),
+            };
+            if self.swap(loaded, Some(&meta))? {
+                return Ok(Some((result, appended)));
+            }
+            if appended {
+                tried = Some((meta.last_seq, result));
+            }
+        }
+        Err(contention())
+    }
+
     fn drop_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
-        let keys: Vec<EventKey> = meta.buffer.iter().map(|b| b.key).collect();
-        self.delete_events(session, meta.no, &keys)?;
+        let events: Vec<EventRef> = meta.buffered_after(0).collect();
+        self.delete_events(session, meta.no, &events)?;
         if let Some(id) = meta.origin.request_id() {
             self.kv.delete(&claim_key(session, id))?;
         }
@@ -326,8 +403,8 @@ pub fn stream_key(session: &str, no: StreamNo) -> String {
 }
 
 /// The key of one event's data.
-pub fn event_key(session: &str, no: StreamNo, key: EventKey) -> String {
-    format!("rg/{{{}}}/e/{no}/{key:016x}", escape(session))
+pub fn event_key(session: &str, no: StreamNo, key: DataKey) -> String {
+    format!("rg/{{{}}}/e/{no}/{:x}.{:x}", escape(session), key.writer, key.n)
 }
 
 fn queue_key(slot: i64) -> String {
@@ -491,19 +568,7 @@ impl<K: Kv> Store for KvStore<K> {
         no: StreamNo,
         edit: &mut dyn FnMut(&mut StreamMeta) -> Edit<R>,
     ) -> Result<Option<R>, StoreError> {
-        let key = stream_key(session, no);
-        for _ in 0..MAX_ATTEMPTS {
-            let Some((mut meta, loaded)) = self.load::<StreamMeta>(&key)? else { return Ok(None) };
-            match edit(&mut meta) {
-                Edit::Keep(r) => return Ok(Some(r)),
-                Edit::Save(r) => {
-                    if self.swap(loaded, Some(&meta))? {
-                        return Ok(Some(r));
-                    }
-                }
-            }
-        }
-        Err(contention())
+        self.append_event(session, no, "", &mut |meta, _, _| edit(meta))
     }
 
     fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
@@ -513,22 +578,38 @@ impl<K: Kv> Store for KvStore<K> {
         }
     }
 
-    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<Option<EventKey>, StoreError> {
-        let key = self.next_event_key;
-        self.next_event_key = self.next_event_key.wrapping_add(1);
-        self.kv.set(&event_key(session, no, key), data.as_bytes())?;
-        Ok(Some(key))
+    /// Write the event's data under this writer's next key, then watch the head and swap it:
+    /// three calls when nothing is evicted. The data is written once: a lost race retries
+    /// only the swap, and the retry sees it when a swap that answered `cas-failed` committed
+    /// (Spin's Redis backend). Data that ends up unpublished is deleted.
+    fn append_event<R>(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+        data: &str,
+        edit: &mut AppendEdit<'_, R>,
+    ) -> Result<Option<R>, StoreError> {
+        let head = stream_key(session, no);
+        let key = self.data_key(session, no);
+        let name = event_key(session, no, key);
+        self.kv.set(&name, data.as_bytes())?;
+        let published = self.publish(session, no, &head, key, edit);
+        if !matches!(published, Ok(Some((_, true)))) {
+            // A store that failed may keep it; no head names it.
+            let _ = self.kv.delete(&name);
+        }
+        Ok(published?.map(|(r, _)| r))
     }
 
     fn event_data(
         &mut self,
         session: &str,
         no: StreamNo,
-        keys: &[EventKey],
+        events: &[EventRef],
     ) -> Result<Option<Vec<String>>, StoreError> {
-        let mut data = Vec::with_capacity(keys.len());
-        for key in keys {
-            let name = event_key(session, no, *key);
+        let mut data = Vec::with_capacity(events.len());
+        for event in events {
+            let name = event_key(session, no, event.key);
             let Some(bytes) = self.kv.get(&name)? else {
                 return Ok(None);
             };
@@ -537,9 +618,9 @@ impl<K: Kv> Store for KvStore<K> {
         Ok(Some(data))
     }
 
-    fn delete_events(&mut self, session: &str, no: StreamNo, keys: &[EventKey]) -> Result<(), StoreError> {
-        for key in keys {
-            self.kv.delete(&event_key(session, no, *key))?;
+    fn delete_events(&mut self, session: &str, no: StreamNo, events: &[EventRef]) -> Result<(), StoreError> {
+        for event in events {
+            self.kv.delete(&event_key(session, no, event.key))?;
         }
         Ok(())
     }

@@ -46,4 +46,4 @@ pub use error::{GateError, StoreError};
 pub use gate::{Event, Gate, Opened, Polled, SessionInfo};
 pub use session::{MAX_SESSION_ID_LEN, validate_session_id};
 pub use store::{MemoryStats, MemoryStore, Store};
-pub use stream::{EventKey, MAX_REQUEST_ID_LEN, Origin, RequestId, Seq, StreamNo, StreamState};
+pub use stream::{EventRef, MAX_REQUEST_ID_LEN, Origin, RequestId, Seq, StreamNo, StreamState};

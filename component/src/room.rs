@@ -79,7 +79,7 @@ impl<S: Store> Gate<S> {
             }
             if let Some((owner, no)) = self.store.oldest_answered_buffer(scope)? {
                 let Some((s, _)) = self.store.session(&owner)? else { continue };
-                let evicted = self.stream(&s, no)?.map_or(0, |(st, _)| st.buffer.len() as u64);
+                let evicted = self.stream(&s, no)?.map_or(0, |(st, _)| st.buffered());
                 if self.end_stream(&s, no, StreamState::Aborted)? {
                     self.counters.evicted_events += evicted;
                 }

@@ -5,13 +5,13 @@
 //! in between* (`Version`), so the same gate logic is correct whether one instance owns the
 //! state (the memory store: a save always succeeds) or many instances share it (the key-value
 //! store: the save is a compare-and-swap, and the gate retries a lost race from a fresh load).
-//! The hot path, appending an event, is an `edit_stream` instead: the gate's change runs on
-//! the record in place in the memory store (no copy), and as load-change-swap in the
-//! key-value store.
+//! The hot path, appending an event, is an `append_event` instead: the gate's change runs on
+//! the record in place in the memory store (no copy), and as load, write the event, swap in
+//! the key-value store.
 //!
-//! Event data is written under its own key *before* the stream record that lists it is saved,
-//! so a record never names data that is not there; data is deleted only after the save that
-//! stopped listing it.
+//! Event data is written under its own key *before* the stream record that publishes it is
+//! saved, so a record never names data that is not there; data is deleted only after the save
+//! that stopped buffering it.
 //!
 //! A store only holds what it is given; every bound is enforced by the gate.
 
@@ -24,7 +24,9 @@ use crate::config::Millis;
 use crate::error::StoreError;
 use crate::event_id::SessionTag;
 use crate::session::SessionMeta;
-use crate::stream::{EventKey, RequestId, StreamMeta, StreamNo, StreamState, StreamSummary};
+use crate::stream::{
+    DataKey, EventRef, RequestId, Seq, StreamMeta, StreamNo, StreamState, StreamSummary, Writer,
+};
 
 pub trait Store {
     /// What a load remembers so that the matching save can tell whether another writer got
@@ -107,21 +109,34 @@ pub trait Store {
         no: StreamNo,
         edit: &mut dyn FnMut(&mut StreamMeta) -> Edit<R>,
     ) -> Result<Option<R>, StoreError>;
+    /// As `edit_stream`, for an edit that may add an event: the store stores `data` under a key
+    /// of its own first, and `edit` answers `Edit::Append` when it pushed the event with that
+    /// key (`StreamMeta::push`); the record is then saved. `edit` may also drop old events; it
+    /// learns what each costs from the lookup it is given.
+    fn append_event<R>(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+        data: &str,
+        edit: &mut AppendEdit<'_, R>,
+    ) -> Result<Option<R>, StoreError>;
     /// Removes the stream record, the data of the events it lists and its request claim.
     fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError>;
 
-    /// Stores an event's data under a key no other event of the stream has or will have;
-    /// `None` when the store knows there is no such stream.
-    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<Option<EventKey>, StoreError>;
-    /// The data under each key, in order; `None` if any of them is missing.
+    /// The data of each event, in order; `None` if any of them is missing.
     fn event_data(
         &mut self,
         session: &str,
         no: StreamNo,
-        keys: &[EventKey],
+        events: &[EventRef],
     ) -> Result<Option<Vec<String>>, StoreError>;
-    fn delete_events(&mut self, session: &str, no: StreamNo, keys: &[EventKey]) -> Result<(), StoreError>;
+    fn delete_events(&mut self, session: &str, no: StreamNo, events: &[EventRef]) -> Result<(), StoreError>;
 }
+
+/// An edit that may append an event: it gets the record, the key the event's data is stored
+/// under, and a lookup of a buffered event's data length (for dropping old ones).
+pub type AppendEdit<'a, R> =
+    dyn FnMut(&mut StreamMeta, DataKey, &mut dyn FnMut(EventRef) -> u64) -> Edit<R> + 'a;
 
 /// What an edit of a stream record decided.
 pub enum Edit<R> {
@@ -129,6 +144,8 @@ pub enum Edit<R> {
     Save(R),
     /// The record was left as it was.
     Keep(R),
+    /// The record gained the event (as its last): save the record.
+    Append(R),
 }
 
 /// A lost compare-and-swap race is retried from a fresh load this many times.
@@ -220,41 +237,44 @@ struct StreamEntry {
     data: EventData,
 }
 
-/// A stream's event data by key. Keys are handed out in order and freed mostly oldest first,
-/// so a deque indexed from its first key does without hashing.
+/// A stream's event data by sequence number. Events arrive in order and leave
+/// mostly oldest first, so a deque indexed from its first sequence number does without hashing.
 #[derive(Debug, Default)]
 struct EventData {
-    /// The key of `slots[0]`.
-    first: EventKey,
+    /// The sequence number of `slots[0]`.
+    first: Seq,
     slots: VecDeque<Option<String>>,
     len: usize,
 }
 
 impl EventData {
-    fn insert(&mut self, data: String) -> EventKey {
-        self.slots.push_back(Some(data));
-        self.len += 1;
-        self.first + (self.slots.len() - 1) as EventKey
+    fn insert(&mut self, seq: Seq, data: String) {
+        if self.slots.is_empty() {
+            self.first = seq;
+        }
+        let Some(at) = seq.checked_sub(self.first).and_then(|i| usize::try_from(i).ok()) else { return };
+        while self.slots.len() <= at {
+            self.slots.push_back(None);
+        }
+        if self.slots[at].replace(data).is_none() {
+            self.len += 1;
+        }
     }
 
-    fn index(&self, key: EventKey) -> Option<usize> {
-        usize::try_from(key.checked_sub(self.first)?).ok().filter(|i| *i < self.slots.len())
+    fn index(&self, seq: Seq) -> Option<usize> {
+        usize::try_from(seq.checked_sub(self.first)?).ok().filter(|i| *i < self.slots.len())
     }
 
-    fn get(&self, key: EventKey) -> Option<&String> {
-        self.slots.get(self.index(key)?)?.as_ref()
+    fn get(&self, seq: Seq) -> Option<&String> {
+        self.slots.get(self.index(seq)?)?.as_ref()
     }
 
-    fn remove(&mut self, key: EventKey) -> Option<String> {
-        let data = self.slots.get_mut(self.index(key)?)?.take()?;
+    fn remove(&mut self, seq: Seq) -> Option<String> {
+        let data = self.slots.get_mut(self.index(seq)?)?.take()?;
         self.len -= 1;
         while self.slots.front().is_some_and(Option::is_none) {
             self.slots.pop_front();
             self.first += 1;
-        }
-        if self.len == 0 {
-            self.first += self.slots.len() as EventKey;
-            self.slots = VecDeque::new();
         }
         Some(data)
     }
@@ -306,7 +326,7 @@ impl SessionEntry {
 
 fn stream_record_bytes(meta: &StreamMeta) -> u64 {
     let id = meta.origin.request_id().map_or(0, request_id_bytes);
-    STREAM_RECORD_BYTES + id + INDEX_SLOT_BYTES * meta.buffer.len() as u64
+    STREAM_RECORD_BYTES + id + INDEX_SLOT_BYTES * meta.buffered()
 }
 
 fn request_id_bytes(id: &RequestId) -> u64 {
@@ -318,7 +338,7 @@ fn request_id_bytes(id: &RequestId) -> u64 {
 
 /// A stream whose final response was sent and that still buffers events.
 fn is_answered(meta: &StreamMeta) -> bool {
-    meta.state == StreamState::TerminalSent && !meta.buffer.is_empty()
+    meta.state == StreamState::TerminalSent && meta.buffered() > 0
 }
 
 fn answered_key(session: &str, meta: &StreamMeta) -> Option<(Millis, String, StreamNo)> {
@@ -422,6 +442,51 @@ impl MemoryStore {
         if let Some((set, key)) = Self::index_of(idle, pending, id, slot) {
             set.remove(&key);
         }
+    }
+}
+
+/// The writer of every event in a memory store: it has one owner.
+const MEMORY_WRITER: Writer = 0;
+
+impl MemoryStore {
+    /// Runs `edit` on a stream entry in place (no copy of the record, one lookup); the indexes
+    /// and the byte count follow the change as `save_stream` would, and an appended event's
+    /// data is counted. `None`: no such stream.
+    fn edit_in_place<R>(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+        edit: impl FnOnce(&mut StreamEntry) -> Edit<R>,
+    ) -> Option<R> {
+        let entry = self.sessions.get_mut(session)?;
+        let stream = entry.streams.get_mut(&no)?;
+        let (state, bytes) = (stream.meta.state, stream_record_bytes(&stream.meta));
+        let answered = is_answered(&stream.meta).then_some(stream.meta.last_active);
+        let (r, added) = match edit(stream) {
+            Edit::Keep(r) => return Some(r),
+            Edit::Save(r) => (r, 0),
+            Edit::Append(result) => {
+                let data = stream.data.get(stream.meta.last_seq).map_or(0, |d| d.len() as u64);
+                (result, EVENT_RECORD_BYTES + data)
+            }
+        };
+        let meta = &stream.meta;
+        if let Some(t) = answered {
+            self.answered.remove(&(t, session.to_owned(), no));
+        }
+        self.answered.extend(answered_key(session, meta));
+        let (now_state, now_bytes, active) = (meta.state, stream_record_bytes(meta), meta.last_active);
+        let before = entry.slot();
+        entry.count(state, -1);
+        entry.count(now_state, 1);
+        entry.touched = entry.touched.max(active);
+        entry.charge(&mut self.bytes, now_bytes + added, bytes);
+        let after = entry.slot();
+        if before != after {
+            Self::unindex(&mut self.idle, &mut self.pending, session, before);
+            Self::index(&mut self.idle, &mut self.pending, session, after);
+        }
+        Some(r)
     }
 }
 
@@ -586,39 +651,32 @@ impl Store for MemoryStore {
         })?
     }
 
-    /// In place: no copy of the record, one lookup; the indexes and the byte count follow the
-    /// change as `save_stream` would.
     fn edit_stream<R>(
         &mut self,
         session: &str,
         no: StreamNo,
         edit: &mut dyn FnMut(&mut StreamMeta) -> Edit<R>,
     ) -> Result<Option<R>, StoreError> {
-        let Some(entry) = self.sessions.get_mut(session) else { return Ok(None) };
-        let Some(stream) = entry.streams.get_mut(&no) else { return Ok(None) };
-        let meta = &mut stream.meta;
-        let (state, bytes) = (meta.state, stream_record_bytes(meta));
-        let answered = is_answered(meta).then_some(meta.last_active);
-        let r = match edit(meta) {
-            Edit::Keep(r) => return Ok(Some(r)),
-            Edit::Save(r) => r,
-        };
-        if let Some(t) = answered {
-            self.answered.remove(&(t, session.to_owned(), no));
-        }
-        self.answered.extend(answered_key(session, meta));
-        let (now_state, now_bytes, active) = (meta.state, stream_record_bytes(meta), meta.last_active);
-        let before = entry.slot();
-        entry.count(state, -1);
-        entry.count(now_state, 1);
-        entry.touched = entry.touched.max(active);
-        entry.charge(&mut self.bytes, now_bytes, bytes);
-        let after = entry.slot();
-        if before != after {
-            Self::unindex(&mut self.idle, &mut self.pending, session, before);
-            Self::index(&mut self.idle, &mut self.pending, session, after);
-        }
-        Ok(Some(r))
+        Ok(self.edit_in_place(session, no, |stream| edit(&mut stream.meta)))
+    }
+
+    fn append_event<R>(
+        &mut self,
+        session: &str,
+        no: StreamNo,
+        data: &str,
+        edit: &mut AppendEdit<'_, R>,
+    ) -> Result<Option<R>, StoreError> {
+        Ok(self.edit_in_place(session, no, |stream| {
+            let events = &stream.data;
+            let key = DataKey { writer: MEMORY_WRITER, n: stream.meta.last_seq.wrapping_add(1) };
+            let edited =
+                edit(&mut stream.meta, key, &mut |e| events.get(e.seq).map_or(0, |d| d.len() as u64));
+            if let Edit::Append(_) = &edited {
+                stream.data.insert(stream.meta.last_seq, data.to_owned());
+            }
+            edited
+        }))
     }
 
     fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
@@ -642,37 +700,29 @@ impl Store for MemoryStore {
         })
     }
 
-    fn put_event(&mut self, session: &str, no: StreamNo, data: &str) -> Result<Option<EventKey>, StoreError> {
-        let Some(entry) = self.sessions.get_mut(session) else { return Ok(None) };
-        let Some(stream) = entry.streams.get_mut(&no) else { return Ok(None) };
-        let key = stream.data.insert(data.to_owned());
-        entry.charge(&mut self.bytes, EVENT_RECORD_BYTES + data.len() as u64, 0);
-        Ok(Some(key))
-    }
-
     fn event_data(
         &mut self,
         session: &str,
         no: StreamNo,
-        keys: &[EventKey],
+        events: &[EventRef],
     ) -> Result<Option<Vec<String>>, StoreError> {
         let stream = self
             .sessions
             .get(session)
             .and_then(|s| s.streams.get(&no))
             .ok_or_else(|| StoreError(format!("no stream {no}")))?;
-        Ok(keys.iter().map(|k| stream.data.get(*k).cloned()).collect())
+        Ok(events.iter().map(|e| stream.data.get(e.seq).cloned()).collect())
     }
 
-    fn delete_events(&mut self, session: &str, no: StreamNo, keys: &[EventKey]) -> Result<(), StoreError> {
-        if keys.is_empty() {
+    fn delete_events(&mut self, session: &str, no: StreamNo, events: &[EventRef]) -> Result<(), StoreError> {
+        if events.is_empty() {
             return Ok(());
         }
         let Some(entry) = self.sessions.get_mut(session) else { return Ok(()) };
         let Some(stream) = entry.streams.get_mut(&no) else { return Ok(()) };
         let mut freed = 0;
-        for k in keys {
-            if let Some(d) = stream.data.remove(*k) {
+        for e in events {
+            if let Some(d) = stream.data.remove(e.seq) {
                 freed += EVENT_RECORD_BYTES + d.len() as u64;
             }
         }

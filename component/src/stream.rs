@@ -4,10 +4,10 @@
 //! stream (origin `Standalone`). Its state says whether a reconnect may continue it; see
 //! DESIGN.md "Stream model". Records are plain data so that any `Store` can hold them.
 
-use imbl::Vector;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Millis;
+use crate::event_id::SessionTag;
 
 /// Stream number within a session, allocated in increasing order from 1.
 pub type StreamNo = u64;
@@ -87,42 +87,62 @@ impl StreamState {
     }
 }
 
-/// Names an event's data in the store; unique within its stream (see `Store::put_event`).
-pub type EventKey = u64;
+/// Who stored an event's data: a key-value store's instance (its seed), `0` in memory.
+pub type Writer = u64;
 
-/// One buffered event as the stream record indexes it: the data lives under `key`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Buffered {
-    pub key: EventKey,
-    /// What the event costs against `max-bytes-per-stream` (id plus data).
-    pub cost: u32,
+/// Where one event's data is stored: its writer, and the writer's number for it. A writer
+/// stores an event's data once, before it knows the sequence number its publish will get, so
+/// racing writers never clobber each other's data and a retried publish writes nothing again.
+/// A writer numbers the events of one stream consecutively where it can, so that one run
+/// names them all.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DataKey {
+    pub writer: Writer,
+    pub n: u64,
 }
 
-/// Everything the gate keeps about a stream except the data of its buffered events.
+/// A buffered event: its sequence number and where its data is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct EventRef {
+    pub seq: Seq,
+    pub key: DataKey,
+}
+
+/// From `from` on (until the next run), the buffered events' data is stored by `writer` under
+/// its numbers `n`, `n + 1`, ….
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Run {
+    pub from: Seq,
+    pub writer: Writer,
+    pub n: u64,
+}
+
+/// Everything the gate keeps about a stream except its events: the stream's *head*.
 ///
-/// The record is the stream's single source of truth and every change to it is one atomic
-/// save (a compare-and-swap in a key-value store): an event is published by the save that
-/// puts it in `buffer`, after its data was written under its own key.
-///
-/// Operations other than an emit load a copy of the record and save it back, so `buffer` is a
-/// persistent vector: a copy shares its chunks with the original, and a resume costs the same
-/// whether the stream buffers ten events or a million. (An emit edits the memory store's
-/// record in place; the key-value store still moves the whole index: see issue 15.)
+/// The head is the stream's single source of truth and every change to it is one atomic save
+/// (a compare-and-swap in a key-value store). Events are stored under their own keys, named by
+/// writer and the writer's number; the head says which sequence numbers are buffered and, as
+/// runs, where their data is, so its size does not grow with the buffer (one run per change of
+/// writer).
+/// An event is published by the save that raises `last_seq` to it, after its data was written.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StreamMeta {
     pub no: StreamNo,
     /// The session epoch the stream was opened in; a stream of another epoch does not exist.
     pub epoch: u64,
+    /// The session's tag, for minting ids without loading the session.
+    pub tag: SessionTag,
     pub origin: Origin,
     pub state: StreamState,
     /// Bumped on every (re)attachment; a detach for an older attachment is ignored.
     pub attachment: u32,
     /// Highest sequence number issued (0: only the priming event).
     pub last_seq: Seq,
-    /// Sequence number of `buffer[0]`; `last_seq + 1` when nothing is buffered.
+    /// The oldest buffered event; `last_seq + 1` when nothing is buffered. The buffered events
+    /// are `first_buffered..=last_seq`.
     pub first_buffered: Seq,
-    /// The buffered events, oldest first, with consecutive sequence numbers.
-    pub buffer: Vector<Buffered>,
+    /// Writers of the buffered events, oldest first; empty when nothing is buffered.
+    pub runs: Vec<Run>,
     pub buffered_bytes: u64,
     /// Sequence number of the terminal event, once emitted.
     pub terminal_seq: Option<Seq>,
@@ -156,16 +176,24 @@ impl StreamSummary {
 }
 
 impl StreamMeta {
-    pub fn new(no: StreamNo, epoch: u64, origin: Origin, now: Millis, lease: Millis) -> Self {
+    pub fn new(
+        no: StreamNo,
+        epoch: u64,
+        tag: SessionTag,
+        origin: Origin,
+        now: Millis,
+        lease: Millis,
+    ) -> Self {
         Self {
             no,
             epoch,
+            tag,
             origin,
             state: StreamState::Open,
             attachment: 1,
             last_seq: 0,
             first_buffered: 1,
-            buffer: Vector::new(),
+            runs: Vec::new(),
             buffered_bytes: 0,
             terminal_seq: None,
             last_active: now,
@@ -190,30 +218,61 @@ impl StreamMeta {
         self.origin.request_id().cloned()
     }
 
-    /// The sequence number of the buffered event stored under `key`.
-    pub fn seq_of(&self, key: EventKey) -> Option<Seq> {
-        let i = self.buffer.iter().position(|b| b.key == key)?;
-        Some(self.first_buffered.saturating_add(i as Seq))
+    /// How many events are buffered.
+    pub fn buffered(&self) -> u64 {
+        self.last_seq.saturating_add(1).saturating_sub(self.first_buffered)
     }
 
-    /// The buffered events after `after`, with their sequence numbers (index arithmetic: the
-    /// buffer's sequence numbers are consecutive).
-    pub fn buffered_after(&self, after: Seq) -> impl Iterator<Item = (Seq, Buffered)> + '_ {
-        let skip = after.saturating_add(1).saturating_sub(self.first_buffered);
-        let skip = usize::try_from(skip).unwrap_or(usize::MAX).min(self.buffer.len());
-        self.buffer
-            .skip(skip)
-            .into_iter()
-            .enumerate()
-            .map(move |(i, b)| (self.first_buffered + (skip + i) as Seq, b))
+    /// The buffered event `seq`, if it is buffered.
+    pub fn event_ref(&self, seq: Seq) -> Option<EventRef> {
+        if seq < self.first_buffered || seq > self.last_seq {
+            return None;
+        }
+        let run = self.runs.iter().rev().find(|r| r.from <= seq)?;
+        let n = run.n.wrapping_add(seq - run.from);
+        Some(EventRef { seq, key: DataKey { writer: run.writer, n } })
     }
 
-    /// Moves the stream to a finished state and forgets its buffer; returns the keys whose
+    /// The buffered events after `after`, oldest first.
+    pub fn buffered_after(&self, after: Seq) -> impl Iterator<Item = EventRef> + '_ {
+        let from = after.saturating_add(1).max(self.first_buffered);
+        (from..=self.last_seq).filter_map(|seq| self.event_ref(seq))
+    }
+
+    /// Issues the next sequence number to the event whose data is under `key` and buffers it.
+    pub fn push(&mut self, key: DataKey) -> Seq {
+        let seq = self.last_seq.saturating_add(1);
+        let continues = self
+            .event_ref(self.last_seq)
+            .is_some_and(|last| last.key.writer == key.writer && last.key.n.wrapping_add(1) == key.n);
+        self.last_seq = seq;
+        if !continues {
+            self.runs.push(Run { from: seq, writer: key.writer, n: key.n });
+        }
+        seq
+    }
+
+    /// Drops the oldest buffered event from the buffer; returns it, for its data to go.
+    pub fn pop_oldest(&mut self) -> Option<EventRef> {
+        let oldest = self.event_ref(self.first_buffered)?;
+        self.first_buffered = self.first_buffered.saturating_add(1);
+        while self.runs.get(1).is_some_and(|r| r.from <= self.first_buffered) {
+            self.runs.remove(0);
+        }
+        if self.first_buffered > self.last_seq {
+            self.runs.clear();
+        }
+        Some(oldest)
+    }
+
+    /// Moves the stream to a finished state and forgets its buffer; returns the events whose
     /// data the store may now delete. The record stays as a tombstone.
-    pub fn finish(&mut self, state: StreamState) -> Vec<EventKey> {
+    pub fn finish(&mut self, state: StreamState) -> Vec<EventRef> {
+        let freed = self.buffered_after(0).collect();
         self.state = state;
         self.first_buffered = self.last_seq.saturating_add(1);
         self.buffered_bytes = 0;
-        std::mem::take(&mut self.buffer).into_iter().map(|b| b.key).collect()
+        self.runs.clear();
+        freed
     }
 }

@@ -243,8 +243,8 @@ fn orphans(kv: &MemoryKv) -> Vec<String> {
                 continue;
             };
             reachable.insert(key);
-            for b in &st.buffer {
-                reachable.insert(event_key(&s.id, *no, b.key));
+            for event in st.buffered_after(0) {
+                reachable.insert(event_key(&s.id, *no, event.key));
             }
             if let Origin::Request(id) = &st.origin {
                 reachable.insert(claim_key(&s.id, id));
