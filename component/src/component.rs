@@ -161,6 +161,10 @@ impl Guest for Component {
         })
     }
 
+    fn collect_garbage(cursor: Option<String>) -> Result<wit::Swept, wit::GateError> {
+        with_gate(|g| g.collect_garbage(cursor.as_deref(), now())).map(convert::to_wit_swept)
+    }
+
     fn read_counters() -> wit::Counters {
         convert::to_wit_counters(&with_gate(|g| g.counters()).unwrap_or_default())
     }

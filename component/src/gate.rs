@@ -13,7 +13,8 @@ use crate::event_id::{EventId, SigningKey};
 use crate::room::Budget;
 use crate::session::{SessionMeta, next_epoch, validate_session_id};
 use crate::store::{
-    EVENT_OVERHEAD, Edit, MAX_ATTEMPTS, MemoryStore, Store, contention, event_cost, session_cost, stream_cost,
+    EVENT_OVERHEAD, Edit, MAX_ATTEMPTS, MemoryStore, Store, Swept, contention, event_cost, session_cost,
+    stream_cost,
 };
 use crate::stream::{EventRef, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState, StreamSummary};
 
@@ -233,6 +234,14 @@ impl<S: Store> Gate<S> {
     /// cancelled or given up on): the writer stops then.
     pub fn renew_lease(&mut self, session: &str, stream: StreamNo, now: Millis) -> Result<(), GateError> {
         let r = self.renew_lease_inner(session, stream, now);
+        self.counted(r)
+    }
+
+    /// One step of a pass that collects what instances killed mid-operation left in a shared
+    /// store (see `Store::collect_garbage`); pass `next` back until it is `None`. For the
+    /// host to run off the request path (e.g. on a timer).
+    pub fn collect_garbage(&mut self, cursor: Option<&str>, now: Millis) -> Result<Swept, GateError> {
+        let r = self.store.collect_garbage(cursor, now, self.config.lease_ms).map_err(GateError::from);
         self.counted(r)
     }
 
@@ -516,7 +525,7 @@ impl<S: Store> Gate<S> {
         let NewEvent { data, terminal, now, shortfall } = *event;
         let (config, signing) = (&self.config, self.key.as_ref());
         let signed = signing.is_some();
-        Ok(self.store.append_event(session, no, data, &mut |stream, key, data_len| {
+        Ok(self.store.append_event(session, no, data, now, &mut |stream, key, data_len| {
             if terminal && stream.origin == Origin::Standalone {
                 return Edit::Keep(Appended::Refused(GateError::NotARequestStream));
             }

@@ -9,6 +9,7 @@
 //! | `rg/{session}/s` | session record (epoch, standalone stream, listed streams) |
 //! | `rg/{session}/n` | counter: last stream number handed out |
 //! | `rg/{session}/r/{request}` | counter: claims of a JSON-RPC request id |
+//! | `rg/{session}/x/{request}` | when garbage collection first found that claim held by no stream |
 //! | `rg/{session}/t/{stream}` | stream head (state, attachment, sequence numbers, writers) |
 //! | `rg/{session}/e/{stream}/{writer}.{n}` | one event's data |
 //! | `rg/{session}/p` | the admission-queue slot the session is queued in |
@@ -52,9 +53,13 @@
 //! - a counter's raw bytes are never decoded (SQLite stores 8 little-endian bytes, Redis ASCII
 //!   decimal): it is read with `increment(key, 0)`.
 //!
-//! Values are a format byte, the version, the writers' tokens, then postcard. Session ids are
+//! What a killed instance leaves between two calls is collected off the request path
+//! (`collect`). Records are values of a format byte, the version, the writers' tokens, then
+//! postcard; event data is its write time, then the data. Session ids are
 //! escaped (`%`, `/`, `{`, `}`) so that no key of one session is a prefix of another's and the
 //! hash tag is the whole id.
+
+mod collect;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -66,7 +71,7 @@ use sha2::{Digest, Sha256};
 use crate::config::Millis;
 use crate::error::StoreError;
 use crate::session::SessionMeta;
-use crate::store::{AppendEdit, Edit, MAX_ATTEMPTS, Store, contention, holds_no_work};
+use crate::store::{AppendEdit, Edit, MAX_ATTEMPTS, Store, Swept, contention, holds_no_work};
 use crate::stream::{DataKey, EventRef, RequestId, Seq, StreamMeta, StreamNo};
 
 /// The operations of `wasi:keyvalue/store` and `wasi:keyvalue/atomics` the gate needs.
@@ -82,6 +87,9 @@ pub trait Kv {
     fn watch(&mut self, key: &str) -> Result<(Option<Vec<u8>>, Self::Handle), StoreError>;
     /// Writes `value` if the key still holds what `watch` read; `false` if another writer won.
     fn swap(&mut self, handle: Self::Handle, value: &[u8]) -> Result<bool, StoreError>;
+    /// One page of the bucket's keys, from `cursor` (`None`: the first page) on, and the
+    /// cursor of the next page (`None`: this was the last). Only garbage collection lists.
+    fn list_keys(&mut self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), StoreError>;
 }
 
 /// A record's first byte: a record, or a tombstone (a removed record, with its writers).
@@ -242,6 +250,18 @@ impl<K: Kv> KvStore<K> {
         Ok(Some(String::from_utf8(id).ok()))
     }
 
+    /// Takes a session that is gone out of the admission queue: its slot and what names it.
+    fn leave_queue(&mut self, session: &str) -> Result<(), StoreError> {
+        let slot = slot_key(session);
+        if let Some(bytes) = self.kv.get(&slot)? {
+            if let Ok(n) = bytes.as_slice().try_into().map(i64::from_le_bytes) {
+                self.kv.delete(&queue_key(n))?;
+            }
+            self.kv.delete(&slot)?;
+        }
+        Ok(())
+    }
+
     fn holds_no_work(
         &mut self,
         session: &SessionMeta,
@@ -282,7 +302,7 @@ impl<K: Kv> KvStore<K> {
             let edited = {
                 let kv = &mut self.kv;
                 let mut data_len = |e: EventRef| match kv.get(&event_key(session, no, e.key)) {
-                    Ok(value) => value.map_or(0, |v| v.len() as u64),
+                    Ok(value) => value.map_or(0, |v| v.len().saturating_sub(WRITTEN_AT) as u64),
                     Err(err) => {
                         failed = Some(err);
                         0
@@ -407,6 +427,33 @@ pub fn event_key(session: &str, no: StreamNo, key: DataKey) -> String {
     format!("rg/{{{}}}/e/{no}/{:x}.{:x}", escape(session), key.writer, key.n)
 }
 
+/// Bytes before an event's data in its value: when it was written (garbage collection tells
+/// data a writer is about to publish from data nobody will).
+const WRITTEN_AT: usize = 8;
+
+fn event_value(now: Millis, data: &str) -> Vec<u8> {
+    let mut value = Vec::with_capacity(WRITTEN_AT + data.len());
+    value.extend(now.to_le_bytes());
+    value.extend(data.as_bytes());
+    value
+}
+
+fn written_at(value: &[u8]) -> Millis {
+    value.get(..WRITTEN_AT).and_then(|t| t.try_into().ok()).map_or(0, Millis::from_le_bytes)
+}
+
+/// The data key an event key names.
+fn parse_data_key(key: &str) -> Option<DataKey> {
+    let (writer, n) = key.rsplit_once('/')?.1.split_once('.')?;
+    Some(DataKey { writer: u64::from_str_radix(writer, 16).ok()?, n: u64::from_str_radix(n, 16).ok()? })
+}
+
+/// The mark garbage collection leaves on a claim no stream holds: when it first saw it so.
+fn claim_mark_key(claim: &str) -> Option<String> {
+    let (session, id) = claim.rsplit_once("/r/")?;
+    Some(format!("{session}/x/{id}"))
+}
+
 fn queue_key(slot: i64) -> String {
     format!("rg/q/{slot}")
 }
@@ -438,6 +485,8 @@ pub enum KeyKind {
     Stream(StreamNo),
     Event(StreamNo),
     Claim,
+    /// Garbage collection's mark on a claim no stream held when it looked.
+    ClaimMark,
 }
 
 /// The session a key belongs to (unescaped) and what it holds; `None` for a global key or one
@@ -451,6 +500,7 @@ pub fn parse_key(key: &str) -> Option<(String, KeyKind)> {
         ("n", None, ..) => KeyKind::StreamCounter,
         ("p", None, ..) => KeyKind::QueueSlot,
         ("r", Some(_), None, _) => KeyKind::Claim,
+        ("x", Some(_), None, _) => KeyKind::ClaimMark,
         ("t", Some(no), None, _) => KeyKind::Stream(no.parse().ok()?),
         ("e", Some(no), Some(_), None) => KeyKind::Event(no.parse().ok()?),
         _ => return None,
@@ -487,13 +537,7 @@ impl<K: Kv> Store for KvStore<K> {
             }
         }
         self.kv.delete(&stream_counter_key(&meta.id))?;
-        let slot = slot_key(&meta.id);
-        if let Some(bytes) = self.kv.get(&slot)? {
-            if let Ok(n) = bytes.as_slice().try_into().map(i64::from_le_bytes) {
-                self.kv.delete(&queue_key(n))?;
-            }
-            self.kv.delete(&slot)?;
-        }
+        self.leave_queue(&meta.id)?;
         self.kv.delete(&key)
     }
 
@@ -562,15 +606,6 @@ impl<K: Kv> Store for KvStore<K> {
         self.swap(version, Some(meta))
     }
 
-    fn edit_stream<R>(
-        &mut self,
-        session: &str,
-        no: StreamNo,
-        edit: &mut dyn FnMut(&mut StreamMeta) -> Edit<R>,
-    ) -> Result<Option<R>, StoreError> {
-        self.append_event(session, no, "", &mut |meta, _, _| edit(meta))
-    }
-
     fn remove_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
         match self.bury::<StreamMeta>(&stream_key(session, meta.no))? {
             Some(current) => self.drop_stream(session, &current),
@@ -587,18 +622,28 @@ impl<K: Kv> Store for KvStore<K> {
         session: &str,
         no: StreamNo,
         data: &str,
+        now: Millis,
         edit: &mut AppendEdit<'_, R>,
     ) -> Result<Option<R>, StoreError> {
         let head = stream_key(session, no);
         let key = self.data_key(session, no);
         let name = event_key(session, no, key);
-        self.kv.set(&name, data.as_bytes())?;
+        self.kv.set(&name, &event_value(now, data))?;
         let published = self.publish(session, no, &head, key, edit);
         if !matches!(published, Ok(Some((_, true)))) {
             // A store that failed may keep it; no head names it.
             let _ = self.kv.delete(&name);
         }
         Ok(published?.map(|(r, _)| r))
+    }
+
+    fn collect_garbage(
+        &mut self,
+        cursor: Option<&str>,
+        now: Millis,
+        grace: Millis,
+    ) -> Result<Swept, StoreError> {
+        self.collect(cursor, now, grace)
     }
 
     fn event_data(
@@ -610,9 +655,10 @@ impl<K: Kv> Store for KvStore<K> {
         let mut data = Vec::with_capacity(events.len());
         for event in events {
             let name = event_key(session, no, event.key);
-            let Some(bytes) = self.kv.get(&name)? else {
+            let Some(mut bytes) = self.kv.get(&name)? else {
                 return Ok(None);
             };
+            bytes.drain(..bytes.len().min(WRITTEN_AT));
             data.push(String::from_utf8(bytes).map_err(|_| StoreError(format!("{name}: not UTF-8")))?);
         }
         Ok(Some(data))
@@ -726,8 +772,29 @@ impl Shared {
     }
 }
 
+/// Keys a `MemoryKv` lists per page.
+const PAGE: usize = 64;
+
 impl Kv for MemoryKv {
     type Handle = Watched;
+
+    fn list_keys(&mut self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), StoreError> {
+        use std::ops::Bound;
+        let mut s = self.shared();
+        let from = cursor.map_or(Bound::Unbounded, |c| Bound::Excluded(c.to_owned()));
+        let mut keys: Vec<String> = s
+            .map
+            .range::<String, _>((from, Bound::Unbounded))
+            .take(PAGE + 1)
+            .map(|(k, _)| k.clone())
+            .collect();
+        let more = keys.len() > PAGE;
+        keys.truncate(PAGE);
+        let bytes: usize = keys.iter().map(String::len).sum();
+        s.count("", bytes);
+        let next = if more { keys.last().cloned() } else { None };
+        Ok((keys, next))
+    }
 
     fn get(&mut self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let mut s = self.shared();

@@ -99,18 +99,10 @@ pub trait Store {
         meta: &StreamMeta,
         version: Self::Version,
     ) -> Result<bool, StoreError>;
-    /// Changes the stream record with `edit`: in place where the store has one owner, else by
-    /// load, change and compare-and-swap, running `edit` again from a fresh load after a lost
-    /// race. `edit` changes the record only when it answers `Edit::Save`. `None`: no such
-    /// stream.
-    fn edit_stream<R>(
-        &mut self,
-        session: &str,
-        no: StreamNo,
-        edit: &mut dyn FnMut(&mut StreamMeta) -> Edit<R>,
-    ) -> Result<Option<R>, StoreError>;
-    /// As `edit_stream`, for an edit that may add an event: the store stores `data` under a key
-    /// of its own first, and `edit` answers `Edit::Append` when it pushed the event with that
+    /// Changes the stream record with `edit`, which may add an event: in place where the store
+    /// has one owner, else by load, change and compare-and-swap, running `edit` again from a
+    /// fresh load after a lost race (`None`: no such stream). The store stores `data` under a
+    /// key of its own first, and `edit` answers `Edit::Append` when it pushed the event with that
     /// key (`StreamMeta::push`); the record is then saved. `edit` may also drop old events; it
     /// learns what each costs from the lookup it is given.
     fn append_event<R>(
@@ -118,6 +110,7 @@ pub trait Store {
         session: &str,
         no: StreamNo,
         data: &str,
+        now: Millis,
         edit: &mut AppendEdit<'_, R>,
     ) -> Result<Option<R>, StoreError>;
     /// Removes the stream record, the data of the events it lists and its request claim.
@@ -131,6 +124,29 @@ pub trait Store {
         events: &[EventRef],
     ) -> Result<Option<Vec<String>>, StoreError>;
     fn delete_events(&mut self, session: &str, no: StreamNo, events: &[EventRef]) -> Result<(), StoreError>;
+
+    /// One step of a pass over the store that collects what instances killed between two
+    /// calls left behind and no record leads to any more (see `kv`): bounded work per call,
+    /// off the request path. `grace`: how long a write may be in flight. A store whose records
+    /// cannot be orphaned (the memory store) has nothing to collect.
+    fn collect_garbage(
+        &mut self,
+        cursor: Option<&str>,
+        now: Millis,
+        grace: Millis,
+    ) -> Result<Swept, StoreError> {
+        let _ = (cursor, now, grace);
+        Ok(Swept::default())
+    }
+}
+
+/// What one step of garbage collection did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Swept {
+    /// Where the next step goes on; `None`: the pass is over.
+    pub next: Option<String>,
+    /// Keys removed.
+    pub removed: u32,
 }
 
 /// An edit that may append an event: it gets the record, the key the event's data is stored
@@ -651,20 +667,12 @@ impl Store for MemoryStore {
         })?
     }
 
-    fn edit_stream<R>(
-        &mut self,
-        session: &str,
-        no: StreamNo,
-        edit: &mut dyn FnMut(&mut StreamMeta) -> Edit<R>,
-    ) -> Result<Option<R>, StoreError> {
-        Ok(self.edit_in_place(session, no, |stream| edit(&mut stream.meta)))
-    }
-
     fn append_event<R>(
         &mut self,
         session: &str,
         no: StreamNo,
         data: &str,
+        _now: Millis,
         edit: &mut AppendEdit<'_, R>,
     ) -> Result<Option<R>, StoreError> {
         Ok(self.edit_in_place(session, no, |stream| {

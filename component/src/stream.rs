@@ -233,6 +233,16 @@ impl StreamMeta {
         Some(EventRef { seq, key: DataKey { writer: run.writer, n } })
     }
 
+    /// Whether the data under `key` is a buffered event's.
+    pub fn names(&self, key: DataKey) -> bool {
+        self.runs.iter().enumerate().any(|(i, run)| {
+            let end = self.runs.get(i + 1).map_or(self.last_seq, |next| next.from.saturating_sub(1));
+            let (lo, hi) = (run.from.max(self.first_buffered), end.min(self.last_seq));
+            let first = run.n.wrapping_add(lo.wrapping_sub(run.from));
+            run.writer == key.writer && lo <= hi && key.n.wrapping_sub(first) <= hi - lo
+        })
+    }
+
     /// The buffered events after `after`, oldest first.
     pub fn buffered_after(&self, after: Seq) -> impl Iterator<Item = EventRef> + '_ {
         let from = after.saturating_add(1).max(self.first_buffered);

@@ -80,6 +80,14 @@ macro_rules! wit_conversions {
             wit::SessionInfo { epoch: i.epoch, reclaimed: i.reclaimed }
         }
 
+        pub fn from_wit_swept(s: wit::Swept) -> $crate::Swept {
+            $crate::Swept { next: s.next, removed: s.removed }
+        }
+
+        pub fn to_wit_swept(s: $crate::Swept) -> wit::Swept {
+            wit::Swept { next: s.next, removed: s.removed }
+        }
+
         pub fn from_wit_opened(o: wit::Opened) -> $crate::Opened {
             $crate::Opened { stream: o.stream, attachment: o.attachment, priming: from_wit_event(o.priming) }
         }

@@ -39,7 +39,7 @@ struct Cli {
     max_sessions: Option<u32>,
     /// How long a running call's instance holds its stream without an event or heartbeat, in
     /// milliseconds (the app's `lease_ms` variable; default 10000).
-    #[arg(long, env = "RESUME_GATE_LEASE_MS")]
+    #[arg(long, env = "RESUME_GATE_LEASE_MS", global = true)]
     lease_ms: Option<u64>,
     /// Leave Nagle's algorithm on (no `TCP_NODELAY`), as Spin may: only for measuring the
     /// front's own write coalescing.
@@ -53,8 +53,13 @@ struct Cli {
     /// Where the app's state lives: `memory` (a map in this process, the default) or
     /// `redis://HOST:PORT[/DB]` (a Redis or Valkey server that any number of edge-host
     /// processes share: sessions, streams, events and the `append` journal).
-    #[arg(long, env = "RESUME_GATE_STORE", default_value = "memory")]
+    #[arg(long, env = "RESUME_GATE_STORE", default_value = "memory", global = true)]
     store: String,
+    /// Every this many seconds, a pass that collects what instances killed mid-request left
+    /// in the store (`collect-garbage`, off the request path); 0: never (another process
+    /// sharing the store does it).
+    #[arg(long, env = "RESUME_GATE_COLLECT_EVERY", default_value_t = 60)]
+    collect_every: u64,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -81,6 +86,10 @@ enum Command {
         #[arg(long, default_value = "resume-gate-spin.wasm")]
         out: PathBuf,
     },
+    /// Run one pass of garbage collection over `--store` and exit: for a store that hosts
+    /// without a collecting thread share (a Spin app on Redis), from a scheduler such as cron.
+    /// Run it more often than twice the lease for request-id claims to free promptly.
+    CollectGarbage,
 }
 
 fn main() -> Result<()> {
@@ -99,6 +108,16 @@ fn main() -> Result<()> {
             println!("front      {:>8} bytes  {}", size(edge_host::FRONT_WASM), edge_host::FRONT_WASM);
             println!("gate-kv    {:>8} bytes  {}", size(edge_host::GATE_KV_WASM), edge_host::GATE_KV_WASM);
             println!("composed   {:>8} bytes  {}", composed.len(), out.display());
+            Ok(())
+        }
+        Some(Command::CollectGarbage) => {
+            let kv = store(&cli)?;
+            let defaults = resume_gate::Config::default();
+            let config =
+                resume_gate::Config { lease_ms: cli.lease_ms.unwrap_or(defaults.lease_ms), ..defaults };
+            let pre = edge_host::gate_kv::prepare(&wasmtime::Engine::default())?;
+            let removed = kv_host::collector::collect_pass(&pre, &kv, &config)?;
+            println!("removed {removed} keys");
             Ok(())
         }
         Some(Command::Serve) | None => {
@@ -120,12 +139,18 @@ fn main() -> Result<()> {
             values.extend(cli.max_sessions.map(|n| (variables::MAX_SESSIONS.to_owned(), n.to_string())));
             values.extend(cli.lease_ms.map(|ms| (variables::LEASE_MS.to_owned(), ms.to_string())));
             let variables = Variables::new(values);
-            let kv: SharedKv = match cli.store.as_str() {
-                "memory" => MemoryKv::with_semantics(cli.kv_semantics.into()).into(),
-                url if url.starts_with("redis://") => {
-                    RedisKv::connect(url).map_err(|e| anyhow::anyhow!("--store: {}", e.0))?.into()
+            let kv = store(&cli)?;
+            let _collector = match cli.collect_every {
+                0 => None,
+                secs => {
+                    let defaults = resume_gate::Config::default();
+                    let config = resume_gate::Config {
+                        lease_ms: cli.lease_ms.unwrap_or(defaults.lease_ms),
+                        ..defaults
+                    };
+                    let every = std::time::Duration::from_secs(secs);
+                    Some(kv_host::collector::Collector::spawn(kv.clone(), every, config)?)
                 }
-                other => anyhow::bail!("--store: `memory` or `redis://HOST:PORT`, not `{other}`"),
             };
             let host = EdgeHost::built(kv, variables)?;
             let addr = std::net::SocketAddr::new(cli.bind, cli.port);
@@ -133,4 +158,14 @@ fn main() -> Result<()> {
             tokio::runtime::Runtime::new()?.block_on(host.serve(addr, tcp))
         }
     }
+}
+
+fn store(cli: &Cli) -> Result<SharedKv> {
+    Ok(match cli.store.as_str() {
+        "memory" => MemoryKv::with_semantics(cli.kv_semantics.into()).into(),
+        url if url.starts_with("redis://") => {
+            RedisKv::connect(url).map_err(|e| anyhow::anyhow!("--store: {}", e.0))?.into()
+        }
+        other => anyhow::bail!("--store: `memory` or `redis://HOST:PORT`, not `{other}`"),
+    })
 }

@@ -31,6 +31,9 @@ impl GateApi for NoGate {
     fn counters(&mut self) -> Result<resume_gate::Counters, GateError> {
         Ok(resume_gate::Counters::default())
     }
+    fn collect_garbage(&mut self, _cursor: Option<&str>) -> Result<resume_gate::Swept, GateError> {
+        Ok(resume_gate::Swept::default())
+    }
     fn configure(&mut self, _config: &resume_gate::Config) -> Result<(), GateError> {
         Ok(())
     }

@@ -79,6 +79,10 @@ struct ServeArgs {
     /// long after its process died); default 10000.
     #[arg(long, env = "RESUME_GATE_LEASE_MS")]
     lease_ms: Option<u64>,
+    /// With `--store`: every this many seconds, a pass that collects what processes killed
+    /// mid-call left in the store (`collect-garbage`); 0: never (another process does it).
+    #[arg(long, env = "RESUME_GATE_COLLECT_EVERY", default_value_t = 60)]
+    collect_every: u64,
 }
 
 fn main() -> Result<()> {
@@ -111,6 +115,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         lease_ms: args.lease_ms.unwrap_or(defaults.lease_ms),
         ..defaults
     };
+    let mut collector = None;
     let app = match (args.no_gate, args.store.as_str()) {
         (true, "memory") => {
             tracing::warn!("serving without the gate: no event ids, no resumption (--no-gate)");
@@ -126,6 +131,10 @@ fn serve(args: ServeArgs) -> Result<()> {
             let kv = resume_gate_redis::RedisKv::connect(url).map_err(|e| anyhow!("--store: {}", e.0))?;
             let mut gate = host_example::store::KvGateHost::new(kv.into())?;
             gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
+            if args.collect_every > 0 {
+                let every = std::time::Duration::from_secs(args.collect_every);
+                collector = Some(kv_host::collector::Collector::spawn(gate.kv(), every, config.clone())?);
+            }
             tracing::info!("state in {url}, shared with every process that uses it");
             host_example::serve::App::over_store(gate, hosts)?
         }
@@ -136,7 +145,13 @@ fn serve(args: ServeArgs) -> Result<()> {
     }
     let tcp = if args.nagle { Tcp::Nagle } else { Tcp::NoDelay };
     let runtime = tokio::runtime::Runtime::new()?;
-    runtime.block_on(host_example::serve::serve(app, std::net::SocketAddr::new(args.bind, args.port), tcp))
+    let served = runtime.block_on(host_example::serve::serve(
+        app,
+        std::net::SocketAddr::new(args.bind, args.port),
+        tcp,
+    ));
+    drop(collector);
+    served
 }
 
 /// The configured names, or localhost and the bind address.

@@ -119,6 +119,13 @@ impl Kv for SharedKv {
         }
     }
 
+    fn list_keys(&mut self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), StoreError> {
+        match self {
+            Self::Memory(kv) => kv.list_keys(cursor),
+            Self::Redis(kv) => kv.list_keys(cursor),
+        }
+    }
+
     fn swap(&mut self, watched: SharedWatch, value: &[u8]) -> Result<bool, StoreError> {
         match (self, watched) {
             (Self::Memory(kv), SharedWatch::Memory(w)) => kv.swap(w, value),
@@ -182,10 +189,10 @@ impl store::HostBucket for KvView<'_> {
     fn list_keys(
         &mut self,
         _: Resource<Bucket>,
-        _cursor: Option<String>,
+        cursor: Option<String>,
     ) -> Result<store::KeyResponse, store::Error> {
-        let keys = self.kv.keys().map_err(|e| other(e.0))?;
-        Ok(store::KeyResponse { keys, cursor: None })
+        let (keys, cursor) = self.kv.list_keys(cursor.as_deref()).map_err(|e| other(e.0))?;
+        Ok(store::KeyResponse { keys, cursor })
     }
 
     fn drop(&mut self, bucket: Resource<Bucket>) -> wasmtime::Result<()> {

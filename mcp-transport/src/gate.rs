@@ -7,7 +7,7 @@
 
 use resume_gate::{
     Config, Counters, Decision, Event, Gate, GateError, MemoryStore, Opened, Origin, Polled, RequestId,
-    SessionInfo, Store,
+    SessionInfo, Store, Swept,
 };
 
 pub trait GateApi {
@@ -29,6 +29,8 @@ pub trait GateApi {
     fn reconnect(&mut self, session: &str, cursor: &[u8], origin: &Origin) -> Result<Decision, GateError>;
     /// What the gate counted since it started (`read-counters`).
     fn counters(&mut self) -> Result<Counters, GateError>;
+    /// One step of garbage collection over a shared store (`collect-garbage`).
+    fn collect_garbage(&mut self, cursor: Option<&str>) -> Result<Swept, GateError>;
     /// Bytes of memory the gate's state occupies, when the host can tell (a component
     /// instance: its linear memory).
     fn memory_bytes(&self) -> Option<usize> {
@@ -146,6 +148,13 @@ macro_rules! forward_gate_api {
             fn counters(&mut self) -> Result<::resume_gate::Counters, ::resume_gate::GateError> {
                 use $convert as convert;
                 self.call(|g, s| g.call_read_counters(s).map(Ok)).map(convert::from_wit_counters)
+            }
+            fn collect_garbage(
+                &mut self,
+                cursor: Option<&str>,
+            ) -> Result<::resume_gate::Swept, ::resume_gate::GateError> {
+                use $convert as convert;
+                self.call(|g, s| g.call_collect_garbage(s, cursor)).map(convert::from_wit_swept)
             }
             fn memory_bytes(&self) -> Option<usize> {
                 self.memory_bytes_used()
@@ -276,5 +285,9 @@ impl<S: Store> GateApi for InProcess<S> {
     fn counters(&mut self) -> Result<Counters, GateError> {
         self.tick()?;
         self.gate.counters()
+    }
+    fn collect_garbage(&mut self, cursor: Option<&str>) -> Result<Swept, GateError> {
+        let now = self.tick()?;
+        self.gate.collect_garbage(cursor, now)
     }
 }

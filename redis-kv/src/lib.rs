@@ -184,6 +184,19 @@ impl Kv for RedisKv {
         Ok((value, Watched { key: self.key(key), digest }))
     }
 
+    /// A `SCAN` step under this handle's prefix: Redis's cursor is the page cursor (`0`: done).
+    fn list_keys(&mut self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), StoreError> {
+        let pattern = format!("{}*", escape_glob(&self.prefix));
+        let at = cursor.unwrap_or("0").to_owned();
+        let (next, mut keys): (String, Vec<String>) = self.run(|conn| {
+            redis::cmd("SCAN").arg(at).arg("MATCH").arg(pattern).arg("COUNT").arg(64).query(conn)
+        })?;
+        for key in &mut keys {
+            key.drain(..self.prefix.len());
+        }
+        Ok((keys, (next != "0").then_some(next)))
+    }
+
     fn swap(&mut self, watched: Watched, value: &[u8]) -> Result<bool, StoreError> {
         let script = &self.shared.swap;
         let wrote: i64 = self.run(|conn| {

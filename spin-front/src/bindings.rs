@@ -41,6 +41,10 @@ impl GateApi for ImportedGate {
         Ok(convert::from_wit_counters(gate::read_counters()))
     }
 
+    fn collect_garbage(&mut self, cursor: Option<&str>) -> Result<resume_gate::Swept, GateError> {
+        gate::collect_garbage(cursor).map(convert::from_wit_swept).map_err(convert::from_wit_error)
+    }
+
     fn configure(&mut self, config: &resume_gate::Config) -> Result<(), GateError> {
         gate::configure(&convert::to_wit_config(config)).map_err(convert::from_wit_error)
     }

@@ -33,10 +33,24 @@ fn holds_over_kv(ops: &[Op], signed: bool, semantics: Semantics) -> Result<(), T
         Native::with_store(config.clone(), KvStore::new(kv.clone(), 7)).expect("valid config"),
         &config,
     );
-    let mut model = Model::new(config, run.now);
+    let mut model = Model::new(config.clone(), run.now);
     for op in ops {
         let (call, outcome) = run.step(op);
         model.check(&call, &outcome, &KvView(&kv))?;
+    }
+    // With no operation in flight every key is one a live record leads to: garbage collection,
+    // however late, takes nothing (two passes: a claim is taken at its second look).
+    let late = run.now + 2 * (config.lease_ms + 1);
+    for now in [late, late + config.lease_ms + 1] {
+        let mut cursor = None;
+        loop {
+            let swept = run.driver.gate.collect_garbage(cursor.as_deref(), now).expect("collect");
+            prop_assert_eq!(swept.removed, 0, "collection took a live key");
+            cursor = swept.next;
+            if cursor.is_none() {
+                break;
+            }
+        }
     }
     for session in model.sessions.keys() {
         run.driver.gate.end_session(session).ok();

@@ -51,6 +51,11 @@ impl Kv for WasiKv {
         Ok((current, cas))
     }
 
+    fn list_keys(&mut self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), StoreError> {
+        let page = self.bucket.list_keys(cursor).map_err(failed)?;
+        Ok((page.keys, page.cursor))
+    }
+
     fn swap(&mut self, cas: atomics::Cas, value: &[u8]) -> Result<bool, StoreError> {
         match atomics::swap(cas, value) {
             Ok(()) => Ok(true),
