@@ -6,6 +6,8 @@
 //! | key | value |
 //! | --- | --- |
 //! | `rg/sessions` | counter: open sessions (for `max-sessions`) |
+//! | `rg/changes` | counter: sessions created or removed (garbage collection's check) |
+//! | `rg/count-check` | garbage collection's evidence that no session changed for a while |
 //! | `rg/{session}/s` | session record (epoch, standalone stream, listed streams) |
 //! | `rg/{session}/n` | counter: last stream number handed out |
 //! | `rg/{session}/r/{request}` | counter: claims of a JSON-RPC request id |
@@ -102,6 +104,11 @@ const HEADER: usize = 1 + 8 + 1;
 /// Unique to one write: the instance's seed and its count of writes.
 type Token = [u8; 16];
 const SESSION_COUNT: &str = "rg/sessions";
+/// Counter: sessions created or removed so far (each counts itself before it changes the
+/// session count); garbage collection reconciles the count only while it stands still.
+const SESSION_CHANGES: &str = "rg/changes";
+/// Garbage collection's record of the session count's reconciliation (`collect`).
+const COUNT_CHECK: &str = "rg/count-check";
 const QUEUE_TAIL: &str = "rg/q/tail";
 const QUEUE_HEAD: &str = "rg/q/head";
 /// Queued sessions one admission looks at before it gives up (`too-many-sessions`); the ones
@@ -473,7 +480,7 @@ pub fn claim_key(session: &str, id: &RequestId) -> String {
 
 /// Every global key; all others belong to one session.
 pub fn is_global_key(key: &str) -> bool {
-    key == SESSION_COUNT || key.starts_with("rg/q/")
+    [SESSION_COUNT, SESSION_CHANGES, COUNT_CHECK].contains(&key) || key.starts_with("rg/q/")
 }
 
 /// What a key of the layout holds: for tests and tools that look into a store.
@@ -516,6 +523,7 @@ impl<K: Kv> Store for KvStore<K> {
     }
 
     fn create_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
+        self.kv.increment(SESSION_CHANGES, 1)?;
         self.kv.increment(SESSION_COUNT, 1)?;
         self.create(&session_key(&meta.id), meta)?;
         self.enqueue(&meta.id)
@@ -527,6 +535,7 @@ impl<K: Kv> Store for KvStore<K> {
 
     fn remove_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
         let key = session_key(&meta.id);
+        self.kv.increment(SESSION_CHANGES, 1)?;
         let Some(current) = self.bury::<SessionMeta>(&key)? else {
             return Ok(());
         };

@@ -35,10 +35,12 @@ fn imports_of(path: &str) -> Vec<String> {
     imports
 }
 
-/// Issue 18's aim is 100 KB; these ceilings are where the artifacts stand (154 KB and 145 KB
-/// at the time of writing), so that growth is a decision, not an accident.
-const MEMORY_WORLD_MAX_BYTES: usize = 160 << 10;
-const KV_WORLD_MAX_BYTES: usize = 150 << 10;
+/// Issue 18's aim is 100 KB; these ceilings are where the artifacts stand, so that growth is a
+/// decision, not an accident: 139 KB and 158 KB at the time of writing (the memory world shed
+/// the persistent buffer index with the small key-value records; the key-value world took on
+/// garbage collection and the session count's check, ~+20 KB).
+const MEMORY_WORLD_MAX_BYTES: usize = 145 << 10;
+const KV_WORLD_MAX_BYTES: usize = 162 << 10;
 
 #[test]
 fn each_world_imports_only_a_clock_randomness_and_its_store_and_stays_small() {

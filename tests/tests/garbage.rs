@@ -1,8 +1,8 @@
 //! Garbage collection as hosts run it: the gate-kv component in real wasmtime makes whole
 //! `collect-garbage` passes over a shared store — an in-process one and a real Redis-protocol
 //! server (valkey) — and the collecting thread edge-host and host-example `--store` start.
-//! What instances killed mid-operation leave is collected; nothing a live record leads to is
-//! touched. (Which leftovers each kill point leaves, and that collection takes all of them and
+//! What instances killed mid-operation leave is collected, a drifted session count is set
+//! right, and nothing a live record leads to is touched. (Which leftovers each kill point leaves, and that collection takes all of them and
 //! nothing in flight, is the crash matrix's: `crash_matrix.rs`.)
 
 use std::time::{Duration, Instant};
@@ -14,6 +14,11 @@ use resume_gate::kv::{Kv, MemoryKv, event_key};
 use resume_gate::stream::DataKey;
 use resume_gate::{Config, Decision, Origin, RequestId};
 use resume_gate_tests::drivers::{GateApi, WasmKv};
+
+/// Every key but garbage collection's own bookkeeping (`rg/count-check`).
+fn keys(kv: &SharedKv) -> Vec<String> {
+    kv.keys().unwrap().into_iter().filter(|k| k != "rg/count-check").collect()
+}
 
 /// A session with a detached request stream holding three events: (stream, priming cursor).
 fn live_session(kv: &SharedKv) -> (u64, String) {
@@ -42,12 +47,12 @@ fn leftovers(kv: &mut SharedKv, stream: u64) -> Vec<String> {
 
 fn collects_leftovers_and_nothing_live(mut kv: SharedKv) {
     let (stream, priming) = live_session(&kv);
-    let live = kv.keys().unwrap();
+    let live = keys(&kv);
     let left = leftovers(&mut kv, stream);
     let pre = gate_kv::prepare(&wasmtime::Engine::default()).expect("link gate-kv");
     let removed = collect_pass(&pre, &kv, &Config::default()).expect("a pass");
     assert_eq!(removed as usize, left.len(), "every leftover, nothing else");
-    assert_eq!(kv.keys().unwrap(), live, "the store holds what the live records lead to");
+    assert_eq!(keys(&kv), live, "the store holds what the live records lead to");
     let mut gate = WasmKv::new(kv.clone()).expect("instantiate gate-kv");
     match gate.reconnect("live", priming.as_bytes(), &Origin::Standalone).expect("reconnect") {
         Decision::Resume(r) => {
@@ -62,6 +67,15 @@ fn collects_leftovers_and_nothing_live(mut kv: SharedKv) {
         0,
         "a second pass finds nothing"
     );
+
+    // A session count that drifted (an instance died between counting a session and writing
+    // its record) is set right by the pass that comes a lease after a pass that counted alike.
+    kv.increment("rg/sessions", 1).unwrap();
+    let short = Config { lease_ms: 1, ..Config::default() };
+    collect_pass(&pre, &kv, &short).expect("a pass");
+    std::thread::sleep(Duration::from_millis(5));
+    collect_pass(&pre, &kv, &short).expect("a pass");
+    assert_eq!(kv.increment("rg/sessions", 0).unwrap(), 1, "one session, counted once");
 }
 
 #[test]
@@ -78,12 +92,12 @@ fn a_pass_over_a_real_redis_collects_leftovers_and_nothing_live() {
 fn the_collecting_thread_removes_leftovers_while_a_host_serves() {
     let mut kv: SharedKv = MemoryKv::new().into();
     let (stream, _) = live_session(&kv);
-    let live = kv.keys().unwrap();
+    let live = keys(&kv);
     let left = leftovers(&mut kv, stream);
     let collector =
         Collector::spawn(kv.clone(), Duration::from_millis(100), Config::default()).expect("spawn");
     let deadline = Instant::now() + Duration::from_secs(30);
-    while kv.keys().unwrap() != live {
+    while keys(&kv) != live {
         assert!(Instant::now() < deadline, "still there after 30 s: {left:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -95,7 +109,7 @@ fn edge_host_collect_garbage_cleans_a_store_it_shares_with_other_hosts() {
     let server = resume_gate_tests::redis::RedisServer::start_in_memory();
     let mut kv: SharedKv = server.kv("").into();
     let (stream, _) = live_session(&kv);
-    let live = kv.keys().unwrap();
+    let live = keys(&kv);
     leftovers(&mut kv, stream);
     let binary = resume_gate_tests::processes::built_binary("edge-host", "edge-host");
     let out = std::process::Command::new(binary)
@@ -104,5 +118,5 @@ fn edge_host_collect_garbage_cleans_a_store_it_shares_with_other_hosts() {
         .expect("run edge-host collect-garbage");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "removed 4 keys");
-    assert_eq!(kv.keys().unwrap(), live);
+    assert_eq!(keys(&kv), live);
 }

@@ -16,13 +16,19 @@
 //! | claim | no listed stream holds it, at two looks `grace` apart (the first leaves a mark) |
 //! | claim mark | its claim is gone or held |
 //!
+//! The session count (`rg/sessions`) is checked too: a pass counts the live session records, and
+//! where the count drifted from them (an instance died between counting a session and writing
+//! or removing its record) sets it right — only when no session was created or removed from a
+//! `grace` before the pass began to its end (`rg/changes` stood still), so that nothing that
+//! moves the count was in flight while the pass counted, and the pass before counted as many.
+//!
 //! `grace` covers the steps in flight: a stream being opened is listed right after its head is
 //! written, and a writer publishes its data right after writing it. It is the lease
 //! (`config.lease-ms`): a writer stalled longer has lost its stream anyway. Work per call: one
 //! page of keys, the records they belong to (each loaded once per page), a delete per key
 //! collected.
 
-use std::collections::BTreeMap;
+use serde::Deserialize;
 
 use super::*;
 
@@ -33,11 +39,55 @@ struct Live {
     claims: Vec<String>,
 }
 
-/// The records one page of keys belongs to, loaded once each (`None`: gone).
+/// The records one page of keys belongs to, loaded once each (`None`: gone). A page is short:
+/// a list to search beats a map's code.
 #[derive(Default)]
 struct Page {
-    sessions: BTreeMap<String, Option<Live>>,
-    heads: BTreeMap<(String, StreamNo), Option<StreamMeta>>,
+    sessions: Vec<(String, Option<Live>)>,
+    heads: Vec<(String, StreamNo, Option<StreamMeta>)>,
+}
+
+impl Page {
+    fn session(&self, id: &str) -> Option<&Live> {
+        self.sessions.iter().find(|(s, _)| s == id).and_then(|(_, live)| live.as_ref())
+    }
+}
+
+/// Where a pass stands, carried in the cursor the host passes back: how many times sessions had
+/// been created or removed when it began, when it began, the live sessions it found so far, and
+/// the store's own cursor.
+struct Pass {
+    changes: i64,
+    began: Millis,
+    sessions: u64,
+    store: Option<String>,
+}
+
+impl Pass {
+    /// `None` for anything this gate did not hand out: the pass then begins anew.
+    fn parse(cursor: &str) -> Option<Self> {
+        let mut parts = cursor.splitn(4, '.');
+        let (changes, began, sessions) = (parts.next()?, parts.next()?, parts.next()?);
+        Some(Self {
+            changes: changes.parse().ok()?,
+            began: began.parse().ok()?,
+            sessions: sessions.parse().ok()?,
+            store: Some(parts.next()?.to_owned()),
+        })
+    }
+
+    fn cursor(&self, store: &str) -> String {
+        format!("{}.{}.{}.{store}", self.changes, self.began, self.sessions)
+    }
+}
+
+/// Evidence for checking the session count: sessions had been created or removed `changes`
+/// times already at `since`, and the last pass found `sessions` of them.
+#[derive(Serialize, Deserialize)]
+struct CountCheck {
+    changes: i64,
+    since: Millis,
+    sessions: u64,
 }
 
 impl<K: Kv> KvStore<K> {
@@ -47,16 +97,55 @@ impl<K: Kv> KvStore<K> {
         now: Millis,
         grace: Millis,
     ) -> Result<Swept, StoreError> {
-        let (keys, next) = self.kv.list_keys(cursor)?;
+        let mut pass = match cursor.and_then(Pass::parse) {
+            Some(pass) => pass,
+            None => Pass { changes: self.counter(SESSION_CHANGES)?, began: now, sessions: 0, store: None },
+        };
+        let (keys, next) = self.kv.list_keys(pass.store.as_deref())?;
         let mut page = Page::default();
         let mut removed = 0;
         for key in keys {
             if self.is_garbage(&key, now, grace, &mut page)? {
                 self.kv.delete(&key)?;
                 removed += 1;
+            } else if let Some((session, KeyKind::Session)) = parse_key(&key)
+                && page.session(&session).is_some()
+            {
+                pass.sessions += 1;
             }
         }
-        Ok(Swept { next, removed })
+        match next {
+            Some(store) => Ok(Swept { next: Some(pass.cursor(&store)), removed }),
+            None => {
+                self.check_count(&pass, now, grace)?;
+                Ok(Swept { next: None, removed })
+            }
+        }
+    }
+
+    /// Sets the session count to the sessions the pass found, if it drifted (an instance died
+    /// between counting a session and writing or removing its record) and the finding can be
+    /// trusted: no session was created or removed from `grace` before the pass began to its
+    /// end, so nothing that moves the count was in flight while it counted, and the pass before
+    /// found as many (a store's listing may repeat a key: Redis `SCAN` does). Concurrent passes
+    /// fix a drift once: the fix is a compare-and-swap on the evidence.
+    fn check_count(&mut self, pass: &Pass, now: Millis, grace: Millis) -> Result<(), StoreError> {
+        let changes = self.counter(SESSION_CHANGES)?;
+        let evidence = self.load::<CountCheck>(COUNT_CHECK)?;
+        let still = |c: &CountCheck| c.changes == pass.changes && changes == pass.changes;
+        let since = evidence.as_ref().filter(|(c, _)| still(c)).map_or(now, |(c, _)| c.since);
+        let found = CountCheck { changes, since, sessions: pass.sessions };
+        let Some((check, loaded)) = evidence else { return self.create(COUNT_CHECK, &found) };
+        if !still(&check) || check.sessions != pass.sessions || pass.began.saturating_sub(since) <= grace {
+            self.swap(loaded, Some(&found))?;
+            return Ok(());
+        }
+        let counted = self.counter(SESSION_COUNT)?;
+        let drift = i64::try_from(pass.sessions).unwrap_or(i64::MAX).saturating_sub(counted);
+        if drift != 0 && self.swap(loaded, Some(&found))? {
+            self.kv.increment(SESSION_COUNT, drift)?;
+        }
+        Ok(())
     }
 
     fn is_garbage(
@@ -78,7 +167,7 @@ impl<K: Kv> KvStore<K> {
         Ok(match kind {
             KeyKind::Session | KeyKind::StreamCounter | KeyKind::QueueSlot => false,
             KeyKind::Stream(no) => {
-                let Some(Some(live)) = page.sessions.get(&session) else { return Ok(true) };
+                let Some(live) = page.session(&session) else { return Ok(true) };
                 let listed = live.meta.streams.contains(&no);
                 let Some((head, _)) = self.load::<StreamMeta>(key)? else { return Ok(true) };
                 let garbage = head.epoch != live.meta.epoch || !listed && old(head.last_active);
@@ -100,8 +189,7 @@ impl<K: Kv> KvStore<K> {
                 }
             },
             KeyKind::Claim => {
-                let held =
-                    page.sessions[&session].as_ref().is_some_and(|l| l.claims.iter().any(|c| c == key));
+                let held = page.session(&session).is_some_and(|l| l.claims.iter().any(|c| c == key));
                 let Some(mark) = claim_mark_key(key).filter(|_| !held) else { return Ok(false) };
                 match self.kv.get(&mark)? {
                     None => {
@@ -117,7 +205,7 @@ impl<K: Kv> KvStore<K> {
             }
             KeyKind::ClaimMark => {
                 let claim = key.rsplit_once("/x/").map(|(s, id)| format!("{s}/r/{id}")).unwrap_or_default();
-                let held = page.sessions[&session].as_ref().is_some_and(|l| l.claims.contains(&claim));
+                let held = page.session(&session).is_some_and(|l| l.claims.contains(&claim));
                 held || self.kv.get(&claim)?.is_none()
             }
         })
@@ -125,7 +213,7 @@ impl<K: Kv> KvStore<K> {
 
     /// The session, with the claims its listed streams hold; `None` when it is gone.
     fn live<'p>(&mut self, session: &str, page: &'p mut Page) -> Result<Option<&'p Live>, StoreError> {
-        if !page.sessions.contains_key(session) {
+        if !page.sessions.iter().any(|(s, _)| s == session) {
             let live = match self.load::<SessionMeta>(&session_key(session))? {
                 None => None,
                 Some((meta, _)) => {
@@ -139,9 +227,9 @@ impl<K: Kv> KvStore<K> {
                     Some(Live { meta, claims })
                 }
             };
-            page.sessions.insert(session.to_owned(), live);
+            page.sessions.push((session.to_owned(), live));
         }
-        Ok(page.sessions[session].as_ref())
+        Ok(page.session(session))
     }
 
     /// The stream's head if it is of the session's current epoch.
@@ -151,7 +239,7 @@ impl<K: Kv> KvStore<K> {
         no: StreamNo,
         page: &mut Page,
     ) -> Result<Option<StreamMeta>, StoreError> {
-        let Some(Some(live)) = page.sessions.get(session) else { return Ok(None) };
+        let Some(live) = page.session(session) else { return Ok(None) };
         let meta = live.meta.clone();
         self.current_head_of(&meta, no, page)
     }
@@ -162,11 +250,12 @@ impl<K: Kv> KvStore<K> {
         no: StreamNo,
         page: &mut Page,
     ) -> Result<Option<StreamMeta>, StoreError> {
-        let at = (session.id.clone(), no);
-        if !page.heads.contains_key(&at) {
+        let at = |(s, n, _): &&(String, StreamNo, Option<StreamMeta>)| *n == no && *s == session.id;
+        if !page.heads.iter().any(|h| at(&h)) {
             let head = self.load::<StreamMeta>(&stream_key(&session.id, no))?.map(|(h, _)| h);
-            page.heads.insert(at.clone(), head);
+            page.heads.push((session.id.clone(), no, head));
         }
-        Ok(page.heads[&at].clone().filter(|h| h.epoch == session.epoch))
+        let head = page.heads.iter().find(at).and_then(|(.., h)| h.clone());
+        Ok(head.filter(|h| h.epoch == session.epoch))
     }
 }
