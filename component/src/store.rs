@@ -104,7 +104,7 @@ pub trait Store {
     /// fresh load after a lost race (`None`: no such stream). The store stores `data` under a
     /// key of its own first, and `edit` answers `Edit::Append` when it pushed the event with that
     /// key (`StreamMeta::push`); the record is then saved. `edit` may also drop old events; it
-    /// learns what each costs from the lookup it is given.
+    /// learns each one's data length from the lookup it is given.
     fn append_event<R>(
         &mut self,
         session: &str,

@@ -156,13 +156,13 @@ impl<K: Kv> KvStore<K> {
         page: &mut Page,
     ) -> Result<bool, StoreError> {
         let Some((session, kind)) = parse_key(key) else { return Ok(false) };
-        if self.live(&session, page)?.is_none() {
+        let Some(epoch) = self.live(&session, page)?.map(|l| l.meta.epoch) else {
             // Its place in the admission queue goes with it, as when a session is removed.
             if kind == KeyKind::QueueSlot {
                 self.leave_queue(&session)?;
             }
             return Ok(true);
-        }
+        };
         let old = |t: Millis| now.saturating_sub(t) > grace;
         Ok(match kind {
             KeyKind::Session | KeyKind::StreamCounter | KeyKind::QueueSlot => false,
@@ -181,13 +181,15 @@ impl<K: Kv> KvStore<K> {
                 }
                 garbage
             }
-            KeyKind::Event(no) => match (self.current_head(&session, no, page)?, parse_data_key(key)) {
-                (None, _) => true,
-                (Some(_), None) => false,
-                (Some(head), Some(data)) => {
-                    !head.names(data) && self.kv.get(key)?.is_some_and(|v| old(written_at(&v)))
+            KeyKind::Event(no) => {
+                match (self.current_head(&session, epoch, no, page)?, parse_data_key(key)) {
+                    (None, _) => true,
+                    (Some(_), None) => false,
+                    (Some(head), Some(data)) => {
+                        !head.names(data) && self.kv.get(key)?.is_some_and(|v| old(written_at(&v)))
+                    }
                 }
-            },
+            }
             KeyKind::Claim => {
                 let held = page.session(&session).is_some_and(|l| l.claims.iter().any(|c| c == key));
                 let Some(mark) = claim_mark_key(key).filter(|_| !held) else { return Ok(false) };
@@ -219,7 +221,7 @@ impl<K: Kv> KvStore<K> {
                 Some((meta, _)) => {
                     let mut claims = Vec::new();
                     for no in &meta.streams {
-                        let head = self.current_head_of(&meta, *no, page)?;
+                        let head = self.current_head(session, meta.epoch, *no, page)?;
                         claims.extend(
                             head.and_then(|h| h.origin.request_id().map(|id| claim_key(session, id))),
                         );
@@ -232,30 +234,20 @@ impl<K: Kv> KvStore<K> {
         Ok(page.session(session))
     }
 
-    /// The stream's head if it is of the session's current epoch.
+    /// The stream's head if it is of the session's current `epoch`.
     fn current_head(
         &mut self,
         session: &str,
+        epoch: u64,
         no: StreamNo,
         page: &mut Page,
     ) -> Result<Option<StreamMeta>, StoreError> {
-        let Some(live) = page.session(session) else { return Ok(None) };
-        let meta = live.meta.clone();
-        self.current_head_of(&meta, no, page)
-    }
-
-    fn current_head_of(
-        &mut self,
-        session: &SessionMeta,
-        no: StreamNo,
-        page: &mut Page,
-    ) -> Result<Option<StreamMeta>, StoreError> {
-        let at = |(s, n, _): &&(String, StreamNo, Option<StreamMeta>)| *n == no && *s == session.id;
+        let at = |(s, n, _): &&(String, StreamNo, Option<StreamMeta>)| *n == no && s == session;
         if !page.heads.iter().any(|h| at(&h)) {
-            let head = self.load::<StreamMeta>(&stream_key(&session.id, no))?.map(|(h, _)| h);
-            page.heads.push((session.id.clone(), no, head));
+            let head = self.load::<StreamMeta>(&stream_key(session, no))?.map(|(h, _)| h);
+            page.heads.push((session.to_owned(), no, head));
         }
         let head = page.heads.iter().find(at).and_then(|(.., h)| h.clone());
-        Ok(head.filter(|h| h.epoch == session.epoch))
+        Ok(head.filter(|h| h.epoch == epoch))
     }
 }
