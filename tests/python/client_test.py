@@ -31,15 +31,19 @@ async def with_proxy():
     return proxy, f"http://localhost:{port}{u.path}"
 
 
-async def a_probing_client_falls_back_to_initialize_and_lists_the_tools():
+async def a_probing_client_lists_the_tools_falling_back_to_initialize_where_needed():
     proxy, url = await with_proxy()
     async with Client(url, mode="auto") as client:
         tools = await client.list_tools()
         names = {t.name for t in tools.tools}
         assert {"append", "journal", "countdown"} <= names, names
     posts = [r for r in proxy.requests if r.startswith("POST")]
-    assert any("2026-07-28" in r for r in posts), "the client probed the stateless revision first"
-    assert any("2025-11-25" in r or "initialize" in r for r in posts)
+    probes = [r for r in posts if "2026-07-28" in r]
+    assert probes, "the client probed the stateless revision first"
+    # The project's hosts refuse that revision and the client falls back to `initialize`; the
+    # Python SDK's own server speaks it, and then every POST stays in it.
+    fell_back = any("2025-11-25" in r or "initialize" in r for r in posts)
+    assert fell_back or len(probes) == len(posts), posts
     await proxy.close()
 
 
@@ -79,7 +83,7 @@ async def append_cut_before_its_result_runs_exactly_once():
 
 async def main() -> int:
     tests = [
-        a_probing_client_falls_back_to_initialize_and_lists_the_tools,
+        a_probing_client_lists_the_tools_falling_back_to_initialize_where_needed,
         a_countdown_cut_mid_stream_resumes_with_every_event_once,
         append_cut_before_its_result_runs_exactly_once,
     ]

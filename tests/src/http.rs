@@ -37,6 +37,8 @@ pub struct TestServer {
     pub app: Option<std::sync::Arc<App>>,
     /// The edge host, to stop its instances from the test.
     pub edge: Option<std::sync::Arc<EdgeHost>>,
+    /// A server in a process of its own (the SDK packages' examples).
+    _process: Option<crate::processes::ServerProcess>,
 }
 
 fn runtime_and_listener() -> (tokio::runtime::Runtime, tokio::net::TcpListener) {
@@ -112,7 +114,7 @@ impl TestServer {
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
         runtime.spawn(host_example::serve::serve_on(app.clone(), listener, tcp));
-        Self { addr, journal, _dir: dir, runtime: Some(runtime), app: Some(app), edge: None }
+        Self { addr, journal, _dir: dir, runtime: Some(runtime), app: Some(app), edge: None, _process: None }
     }
 
     /// host-example with a journal in a directory of its own.
@@ -146,7 +148,15 @@ impl TestServer {
             runtime.spawn(host_example::serve::serve_on(apps[i].clone(), listener, Tcp::NoDelay));
         });
         let app = apps.into_iter().next();
-        Self { addr, journal: PathBuf::new(), _dir: None, runtime: Some(runtime), app, edge: None }
+        Self {
+            addr,
+            journal: PathBuf::new(),
+            _dir: None,
+            runtime: Some(runtime),
+            app,
+            edge: None,
+            _process: None,
+        }
     }
 
     /// host-example with the gate bypassed (`--no-gate`): for measuring the gate's share.
@@ -190,7 +200,15 @@ impl TestServer {
             runtime.spawn(hosts[i].clone().serve_on(listener, edge_host::serve::Tcp::NoDelay));
         });
         let edge = hosts.into_iter().next();
-        Self { addr, journal: PathBuf::new(), _dir: None, runtime: Some(runtime), app: None, edge }
+        Self {
+            addr,
+            journal: PathBuf::new(),
+            _dir: None,
+            runtime: Some(runtime),
+            app: None,
+            edge,
+            _process: None,
+        }
     }
 
     /// The Spin app set up as `setup` says: `--nagle` (the front's own write coalescing is all
@@ -220,7 +238,41 @@ impl TestServer {
             runtime: Some(runtime),
             app: None,
             edge: Some(host),
+            _process: None,
         }
+    }
+
+    /// The Node package's example server: the TypeScript SDK's `StreamableHTTPServerTransport`
+    /// with the gate's adapter, in a Node process.
+    pub fn node_example() -> Self {
+        Self::sdk_example(crate::sdk_hosts::node_example, crate::sdk_hosts::Store::Gate)
+    }
+
+    /// The same Node server with the TypeScript SDK's example `InMemoryEventStore`, no gate.
+    pub fn node_sdk_store() -> Self {
+        Self::sdk_example(crate::sdk_hosts::node_example, crate::sdk_hosts::Store::Sdk)
+    }
+
+    /// The Python package's example server: the `mcp` SDK's streamable HTTP server with the
+    /// gate's adapter, in a Python process.
+    pub fn python_example() -> Self {
+        Self::sdk_example(crate::sdk_hosts::python_example, crate::sdk_hosts::Store::Gate)
+    }
+
+    /// The same Python server with the SDK examples' event store, no gate.
+    pub fn python_sdk_store() -> Self {
+        Self::sdk_example(crate::sdk_hosts::python_example, crate::sdk_hosts::Store::Sdk)
+    }
+
+    fn sdk_example(
+        serve: fn(&std::path::Path, crate::sdk_hosts::Store) -> crate::processes::ServerProcess,
+        store: crate::sdk_hosts::Store,
+    ) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = dir.path().join("journal.txt");
+        let process = serve(&journal, store);
+        let addr = process.addr;
+        Self { addr, journal, _dir: Some(dir), runtime: None, app: None, edge: None, _process: Some(process) }
     }
 
     /// Stops every instance of the edge app handling a request now, as a crash would.

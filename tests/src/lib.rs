@@ -15,6 +15,8 @@
 //! - [`processes`]: the hosts as separate processes (several on one store, SIGKILL).
 //! - [`python`]: the virtualenv with the official Python SDK, from the committed lock.
 //! - [`redis`]: a real Redis-protocol server (valkey-server from PyPI when none is installed).
+//! - [`sdk_hosts`]: the Node and Python packages' example servers (the official SDKs with the
+//!   gate's adapter) as child processes.
 
 pub mod drivers;
 pub mod http;
@@ -22,6 +24,7 @@ pub mod keep_alive;
 pub mod processes;
 pub mod python;
 pub mod redis;
+pub mod sdk_hosts;
 
 pub use resume_gate_model::{held, model, ops};
 
@@ -41,44 +44,73 @@ pub fn write_bench_result_text(name: &str, text: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs each named scenario, a `fn(fn() -> TestServer)`, against host-example, the Spin app,
-/// the Spin app over a store that answers like Spin's Redis backend, the Spin app over a real
-/// Redis server, two Spin app hosts sharing that server with every connection alternating
-/// between them, and the same two for host-example (`--store`).
+/// Runs each named scenario, a `fn(fn() -> TestServer)`, against every server of
+/// [`on_rust_servers!`] and the Node and Python packages' example servers (the official SDKs'
+/// servers with the gate's adapter).
 #[macro_export]
 macro_rules! on_every_server {
     ($($scenario:ident),* $(,)?) => {$(
         mod $scenario {
+            $crate::rust_server_tests!($scenario);
             #[test]
-            fn host_example() {
-                super::$scenario($crate::http::TestServer::host_example)
+            fn node_example() {
+                super::$scenario($crate::http::TestServer::node_example)
             }
             #[test]
-            fn edge() {
-                super::$scenario($crate::http::TestServer::edge)
-            }
-            #[test]
-            fn edge_over_redis_semantics() {
-                super::$scenario($crate::http::TestServer::edge_over_redis_semantics)
-            }
-            #[test]
-            fn edge_over_redis() {
-                super::$scenario($crate::http::TestServer::edge_over_redis)
-            }
-            #[test]
-            fn two_edges_over_redis() {
-                super::$scenario($crate::http::TestServer::two_edges_over_redis)
-            }
-            #[test]
-            fn host_example_over_redis() {
-                super::$scenario($crate::http::TestServer::host_example_over_redis)
-            }
-            #[test]
-            fn two_host_examples_over_redis() {
-                super::$scenario($crate::http::TestServer::two_host_examples_over_redis)
+            fn python_example() {
+                super::$scenario($crate::http::TestServer::python_example)
             }
         }
     )*};
+}
+
+/// Runs each named scenario, a `fn(fn() -> TestServer)`, against the project's own hosts:
+/// host-example, the Spin app, the Spin app over a store that answers like Spin's Redis
+/// backend, the Spin app over a real Redis server, two Spin app hosts sharing that server with
+/// every connection alternating between them, and the same two for host-example (`--store`).
+#[macro_export]
+macro_rules! on_rust_servers {
+    ($($scenario:ident),* $(,)?) => {$(
+        mod $scenario {
+            $crate::rust_server_tests!($scenario);
+        }
+    )*};
+}
+
+/// The tests of [`on_rust_servers!`] for one scenario, inside its module.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! rust_server_tests {
+    ($scenario:ident) => {
+        #[test]
+        fn host_example() {
+            super::$scenario($crate::http::TestServer::host_example)
+        }
+        #[test]
+        fn edge() {
+            super::$scenario($crate::http::TestServer::edge)
+        }
+        #[test]
+        fn edge_over_redis_semantics() {
+            super::$scenario($crate::http::TestServer::edge_over_redis_semantics)
+        }
+        #[test]
+        fn edge_over_redis() {
+            super::$scenario($crate::http::TestServer::edge_over_redis)
+        }
+        #[test]
+        fn two_edges_over_redis() {
+            super::$scenario($crate::http::TestServer::two_edges_over_redis)
+        }
+        #[test]
+        fn host_example_over_redis() {
+            super::$scenario($crate::http::TestServer::host_example_over_redis)
+        }
+        #[test]
+        fn two_host_examples_over_redis() {
+            super::$scenario($crate::http::TestServer::two_host_examples_over_redis)
+        }
+    };
 }
 
 /// Runs each named scenario, a `fn(fn() -> TestServer)`, once against host-example and once

@@ -53,11 +53,16 @@ impl ServerProcess {
     }
 
     fn start(binary: PathBuf, args: &[&str]) -> Self {
+        let mut cmd = Command::new(binary);
+        cmd.args(args).env("RUST_LOG", "warn");
+        Self::serve(cmd)
+    }
+
+    /// `cmd --port P` on a free loopback port, once it accepts connections.
+    pub fn serve(mut cmd: Command) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-        let child = Command::new(binary)
+        let child = cmd
             .args(["--port", &port.to_string()])
-            .args(args)
-            .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()

@@ -1,12 +1,19 @@
 //! Raw-HTTP scenarios, one per row of the decision table a client can reach, plus the
 //! bad-input rules; each runs against host-example and against the Spin app (front + gate-kv,
 //! an instance per request), over a store that answers like Spin's SQLite backend and one that
-//! answers like its Redis backend. Connections are cut by dropping them mid-stream.
+//! answers like its Redis backend, and against the official SDKs' servers with the gate's
+//! adapter (the Node and Python packages' examples). Connections are cut by dropping them
+//! mid-stream.
+//!
+//! Two scenarios hold the project's own hosts to more than an SDK's server can give: the exact
+//! status and JSON-RPC code of every bad input (the SDKs answer with their own; every server
+//! must refuse with a 4xx and keep the adapter's rules), and batches (the Python SDK 2.x
+//! accepts none; the Node example runs them too).
 
 use std::time::Duration;
 
 use resume_gate_tests::http::{ACCEPT, Client, Frame, JSON, Response, TestServer, request};
-use resume_gate_tests::on_every_server;
+use resume_gate_tests::{on_every_server, on_rust_servers};
 use serde_json::{Value, json};
 
 on_every_server!(
@@ -19,13 +26,24 @@ on_every_server!(
     forged_and_malformed_cursors_never_replay_and_never_fail_the_server,
     unknown_and_deleted_sessions_get_404_and_a_missing_one_400,
     after_a_restart_the_old_session_is_gone_and_no_old_event_is_replayed,
-    bad_input_gets_the_right_status_and_leaves_other_sessions_untouched,
+    bad_input_is_refused_and_leaves_other_sessions_untouched,
     the_polling_tool_closes_its_stream_mid_call_and_the_get_resume_delivers_the_result,
     a_cancelled_call_is_never_resumed_and_never_answered,
     older_clients_get_no_priming_event_but_every_event_still_carries_its_id,
     the_journal_is_read_in_pages,
+);
+
+on_rust_servers!(
+    bad_input_gets_the_right_status_and_leaves_other_sessions_untouched,
     a_2025_03_26_batch_is_answered_request_by_request_and_resumes,
 );
+
+mod a_2025_03_26_batch_on_the_typescript_sdk {
+    #[test]
+    fn node_example() {
+        super::a_2025_03_26_batch_is_answered_request_by_request_and_resumes(super::TestServer::node_example)
+    }
+}
 
 const WAIT: Duration = Duration::from_secs(5);
 /// How long a fresh stream is watched to show that nothing is replayed into it.
@@ -337,18 +355,153 @@ fn a_2025_03_26_batch_is_answered_request_by_request_and_resumes(start: fn() -> 
     ]);
     let mut post = c.post(&body, &[]);
     assert_eq!(post.status, 200);
-    let seen = frames(&mut post, 2);
-    assert_eq!(result_id(&seen[0]), Some(2), "the transport's own answer first: {seen:?}");
-    assert_eq!(progress_of(&seen[1]), Some(1));
+    // Up to the first progress event (the ping's answer and the quick call's may come first).
+    let mut seen = Vec::new();
+    while seen.last().and_then(progress_of).is_none() {
+        seen.push(post.next_frame(WAIT).expect("the batch's first progress event"));
+    }
     drop(post);
 
-    let mut get = c.get(seen[1].id.as_deref());
+    let mut get = c.get(seen.last().unwrap().id.as_deref());
     assert_eq!(get.status, 200);
     let rest = get.frames_until_closed(WAIT);
-    assert_eq!(rest.iter().filter_map(progress_of).collect::<Vec<_>>(), [2, 3, 4]);
-    assert_eq!(
-        rest.iter().filter_map(result_id).collect::<Vec<_>>(),
-        [1, 3],
-        "every response once, in order"
+    let all: Vec<&Frame> = seen.iter().chain(&rest).collect();
+    assert_eq!(all.iter().filter_map(|f| progress_of(f)).collect::<Vec<_>>(), [1, 2, 3, 4]);
+    let mut results: Vec<i64> = all.iter().filter_map(|f| result_id(f)).collect();
+    results.sort();
+    assert_eq!(results, [1, 2, 3], "every response once");
+}
+
+/// What every front must do with bad input, the SDKs' servers included: refuse it with a 4xx,
+/// refuse a reused request id with `-32600` (the gate's claim on it), answer an unknown tool
+/// with `-32602`, and leave other sessions untouched.
+fn bad_input_is_refused_and_leaves_other_sessions_untouched(start: fn() -> TestServer) {
+    let srv = start();
+    let bystander = Client::initialize(srv.addr);
+    let mut running = bystander.call(1, "countdown", json!({"n": 3, "interval_ms": 150}), &[]);
+    let seen = frames(&mut running, 2);
+
+    let c = Client::initialize(srv.addr);
+    let headers = [JSON, ACCEPT, ("Mcp-Session-Id", c.session.as_str()), ("MCP-Protocol-Version", c.version)];
+    for body in [&b"{not json"[..], b"\"not an object\"", b"{}", b"[]"] {
+        let status = request(srv.addr, "POST", &headers, body).status;
+        assert!((400..500).contains(&status), "{}: {status}", String::from_utf8_lossy(body));
+    }
+    let call = json!({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"nope"}});
+    let got = c.post(&call, &[]).frames_until_closed(WAIT);
+    assert_eq!(got.last().map(|f| f.json()["error"]["code"].clone()), Some(json!(-32602)));
+    let reused = c.post(&call, &[]);
+    assert_eq!(reused.status, 400);
+    assert_eq!(reused.json()["error"]["code"], json!(-32600));
+
+    let rest = running.frames_until_closed(WAIT);
+    assert_eq!(rest.iter().filter_map(progress_of).collect::<Vec<_>>(), [2, 3], "the bystander saw nothing");
+    assert_eq!(rest.iter().filter_map(result_id).collect::<Vec<_>>(), [1]);
+    assert_eq!(seen.len(), 2);
+}
+
+/// Every scenario above, by the name the README's comparison table gives it.
+const SCENARIOS: [(&str, fn(fn() -> TestServer)); 15] = [
+    (
+        "a cut mid-stream resumes with exactly the missed events",
+        a_cut_mid_stream_resumes_with_exactly_the_missed_events,
+    ),
+    (
+        "a resume takes the stream over",
+        a_resume_takes_the_stream_over_and_the_old_connection_gets_nothing_more,
+    ),
+    (
+        "a missed terminal arrives once, then the cursor is stale",
+        a_client_that_missed_the_terminal_gets_it_once_then_its_cursor_is_stale,
+    ),
+    (
+        "a POST with a stale Last-Event-ID runs only its own call",
+        a_post_carrying_a_stale_last_event_id_runs_only_its_own_call,
+    ),
+    (
+        "append under a cut runs once, its result arrives on resume",
+        append_under_a_cut_runs_exactly_once_and_its_result_arrives_on_resume,
+    ),
+    (
+        "another session's cursor replays nothing",
+        a_cursor_from_another_session_replays_nothing_and_does_not_disturb_its_owner,
+    ),
+    (
+        "forged and malformed cursors start fresh",
+        forged_and_malformed_cursors_never_replay_and_never_fail_the_server,
+    ),
+    ("unknown and deleted sessions get 404", unknown_and_deleted_sessions_get_404_and_a_missing_one_400),
+    (
+        "after a restart no old event is replayed",
+        after_a_restart_the_old_session_is_gone_and_no_old_event_is_replayed,
+    ),
+    (
+        "bad input is refused, other sessions untouched",
+        bad_input_is_refused_and_leaves_other_sessions_untouched,
+    ),
+    (
+        "a polling tool's result arrives on the GET resume",
+        the_polling_tool_closes_its_stream_mid_call_and_the_get_resume_delivers_the_result,
+    ),
+    ("a cancelled call is never resumed", a_cancelled_call_is_never_resumed_and_never_answered),
+    (
+        "older clients: no priming event, ids still resume",
+        older_clients_get_no_priming_event_but_every_event_still_carries_its_id,
+    ),
+    ("the journal is read in pages", the_journal_is_read_in_pages),
+    ("a 2025-03-26 batch resumes", a_2025_03_26_batch_is_answered_request_by_request_and_resumes),
+];
+
+/// What the Python SDK 2.x cannot carry, whatever its store: it accepts no JSON-RPC batch.
+const PYTHON_SDK_CANNOT: [&str; 1] = ["a 2025-03-26 batch resumes"];
+
+/// The README's side-by-side table: every scenario against the official SDKs' servers (the
+/// Node and Python packages' example servers) with the SDKs' example event stores, and with
+/// the gate's adapter. Written to `target/sdk-comparison.md`; the README must show the same.
+#[test]
+fn the_sdk_comparison_table_is_the_readmes() {
+    let columns: [(&str, fn() -> TestServer); 4] = [
+        ("TS SDK, its example store", TestServer::node_sdk_store),
+        ("TS SDK + resume-gate", TestServer::node_example),
+        ("Python SDK, its example store", TestServer::python_sdk_store),
+        ("Python SDK + resume-gate", TestServer::python_example),
+    ];
+    let mut table = format!(
+        "| scenario | {} |\n|---|{}\n",
+        columns.map(|(name, _)| name).join(" | "),
+        ":---:|".repeat(columns.len())
+    );
+    let mut passed = [0; 4];
+    let mut gate_failures = Vec::new();
+    for (scenario, run) in SCENARIOS {
+        let row: Vec<bool> =
+            columns.iter().map(|(_, start)| std::panic::catch_unwind(|| run(*start)).is_ok()).collect();
+        for (i, ok) in row.iter().enumerate() {
+            passed[i] += usize::from(*ok);
+        }
+        if !row[1] || (!row[3] && !PYTHON_SDK_CANNOT.contains(&scenario)) {
+            gate_failures.push(scenario);
+        }
+        let cells: Vec<&str> = row.iter().map(|ok| if *ok { "pass" } else { "**fail**" }).collect();
+        table.push_str(&format!("| {scenario} | {} |\n", cells.join(" | ")));
+    }
+    table.push_str(&format!(
+        "| **passed** | {} |\n",
+        passed.map(|n| format!("{n}/{}", SCENARIOS.len())).join(" | ")
+    ));
+    println!("{table}");
+    let out = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/sdk-comparison.md");
+    std::fs::write(&out, &table).unwrap();
+    assert!(
+        gate_failures.is_empty(),
+        "with the gate, every scenario the SDK can carry passes: {gate_failures:?}"
+    );
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    assert!(
+        readme.contains(&table),
+        "the README's comparison table differs from this run's (see {})",
+        out.display()
     );
 }

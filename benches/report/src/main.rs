@@ -3,6 +3,7 @@
 //! one run, side by side, never hand-copied.
 //!
 //! `bench-report --criterion target/criterion [--harness node.json]... [--memory memory.json] [--e2e e2e.json] [--redis redis.md]
+//!  [--packages packages.md]
 //!  --wasm gate.wasm [--wasm-kv gate-kv.wasm]
 //!  --about about.txt --analysis benches/analysis.md --chart benches/reconnect.svg
 //!  --out BENCHMARKS.md`
@@ -19,7 +20,7 @@ fn main() -> Result<()> {
     let mut criterion = None;
     let mut harness = Vec::new();
     let (mut wasm, mut about, mut analysis, mut chart, mut out) = (None, None, None, None, None);
-    let (mut memory, mut e2e, mut wasm_kv, mut redis) = (None, None, None, None);
+    let (mut memory, mut e2e, mut wasm_kv, mut redis, mut packages) = (None, None, None, None, None);
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let value = args.next().with_context(|| format!("{flag} needs a value"))?;
@@ -34,6 +35,7 @@ fn main() -> Result<()> {
             "--memory" => &mut memory,
             "--e2e" => &mut e2e,
             "--redis" => &mut redis,
+            "--packages" => &mut packages,
             "--about" => &mut about,
             "--analysis" => &mut analysis,
             "--chart" => &mut chart,
@@ -71,6 +73,7 @@ fn main() -> Result<()> {
         memory: memory.as_ref().map(|p| results::Memory::read(p)).transpose()?,
         e2e: e2e.as_ref().map(|p| results::EndToEnd::read(p)).transpose()?,
         redis: &read(&redis)?,
+        packages: &read(&packages)?,
     });
     std::fs::write(&out, text).with_context(|| out.display().to_string())?;
     eprintln!("wrote {} and {}", out.display(), chart.display());

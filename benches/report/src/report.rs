@@ -24,6 +24,8 @@ pub struct Inputs<'a> {
     pub e2e: Option<EndToEnd>,
     /// Section 7 as the Redis bench wrote it (its own tables), empty when not run.
     pub redis: &'a str,
+    /// Section 8, the Node and Python packages' per-call table (markdown), if measured.
+    pub packages: &'a str,
 }
 
 const LIMIT: &str = "native";
@@ -95,6 +97,12 @@ pub fn markdown(i: &Inputs) -> String {
         let _ = writeln!(out, "### 7. On Redis\n\nNot measured in this run.\n");
     } else {
         out.push_str(i.redis.trim_end());
+        out.push_str("\n\n");
+    }
+    if i.packages.is_empty() {
+        let _ = writeln!(out, "### 8. In the SDK packages\n\nNot measured in this run.\n");
+    } else {
+        out.push_str(i.packages.trim_end());
         out.push_str("\n\n");
     }
 
@@ -500,6 +508,7 @@ mod tests {
             memory: None,
             e2e: None,
             redis: "",
+            packages: "",
         }
     }
 

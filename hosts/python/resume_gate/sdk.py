@@ -1,0 +1,403 @@
+"""The gate inside the ``mcp`` SDK 2.x streamable HTTP server.
+
+The SDK's ``EventStore`` sees a stream id (``str(request id)`` or ``"_GET_stream"``) and a
+message, and the SDK hands *one* store to every session. So the adapter has three parts:
+
+- ``GateEventStore``: the store, keyed by session. It learns the session of each call from a
+  context variable the request hook sets (the session's message router inherits it from the
+  request that opened the session).
+- A request hook around the session manager's ASGI app: it sees what the store cannot — the
+  session, the typed JSON-RPC id a POST carries (``1`` and ``"1"`` are one stream id to the
+  SDK), ``Last-Event-ID``, the end of the connection — and asks the gate before the SDK
+  answers, so a refusal gets its own status and a stale cursor becomes a fresh stream.
+- The one override: the session manager's ``_admit_session`` and ``_discard_session`` open and
+  end the gate's session with the SDK's (a full gate answers ``503`` like the SDK's own
+  session limit).
+
+A resumed stream is followed by the store itself (``replay_events_after`` polls the gate,
+woken by each new event, until the stream ends or another connection takes it over) rather
+than by the SDK, whose replay path never closes the response after the final result and
+keeps writing to the connection it replaced.
+
+    gate = Gate()
+    app = gated_streamable_http_app(server, gate)   # instead of server.streamable_http_app()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcp.server.streamable_http import GET_STREAM_KEY, EventCallback, EventMessage, EventStore
+from mcp_types.jsonrpc import jsonrpc_message_adapter
+
+from .gate import Fresh, Gate, GateError, Opened, RequestId, Resume
+
+#: The JSON-RPC error for a request whose result was lost with its stream.
+RESULT_LOST = -32001
+#: POST bodies up to this size are read by the hook for their request ids; a larger one is
+#: passed on unread (the SDK refuses it).
+MAX_PARSED_BODY = 4 << 20
+
+
+@dataclass
+class _Request:
+    """What the hook learned about one HTTP request, for the store calls it causes."""
+
+    session: str | None
+    request_ids: list[RequestId] = field(default_factory=list)
+    cancelled: list[Any] = field(default_factory=list)
+    decision: Resume | Fresh | None = None
+    eager: Opened | None = None
+    standalone: Opened | None = None
+    attached: list[tuple[int, int]] = field(default_factory=list)
+    last_written: str | None = None
+
+
+_current: contextvars.ContextVar[_Request | None] = contextvars.ContextVar("resume_gate_request", default=None)
+
+
+@dataclass
+class _Session:
+    transport: Any
+    streams: dict[str, int] = field(default_factory=dict)
+    standalone: int | None = None
+    wakers: dict[int, asyncio.Event] = field(default_factory=dict)
+
+    def wake(self, stream: int) -> None:
+        if (event := self.wakers.get(stream)) is not None:
+            event.set()
+
+
+def _lost(request_id: RequestId) -> Any:
+    return jsonrpc_message_adapter.validate_python(
+        {"jsonrpc": "2.0", "id": request_id, "error": {"code": RESULT_LOST, "message": "The result of this request was lost with its stream"}}
+    )
+
+
+class GateEventStore(EventStore):
+    """The SDK's ``EventStore`` over the gate, for every session of one session manager."""
+
+    def __init__(self, gate: Gate):
+        self.gate = gate
+        self._sessions: dict[str, _Session] = {}
+
+    def _state(self) -> tuple[_Request, _Session]:
+        ctx = _current.get()
+        if ctx is None or ctx.session is None or ctx.session not in self._sessions:
+            raise RuntimeError("resume-gate: an event store call outside a gated request (see gated_streamable_http_app)")
+        return ctx, self._sessions[ctx.session]
+
+    def _open_standalone(self, session: str, ctx: _Request | None) -> int:
+        opened = self.gate.open_stream(session)
+        self._sessions[session].standalone = opened.stream
+        if ctx is not None:
+            ctx.attached.append((opened.stream, opened.attachment))
+            ctx.standalone = opened
+        else:
+            self.gate.detach(session, opened.stream, opened.attachment)
+        return opened.stream
+
+    def _record(self, write: Any) -> str | None:
+        try:
+            return write().id
+        except GateError as e:
+            if e.code == "stream-finished":
+                return None
+            raise
+
+    async def store_event(self, stream_id: str, message: Any) -> str | None:  # type: ignore[override]
+        ctx, state = self._state()
+        session = ctx.session
+        assert session is not None
+        if message is None:
+            return self._priming(ctx, state, stream_id)
+        data = message.model_dump_json(by_alias=True, exclude_unset=True)
+        if stream_id == GET_STREAM_KEY:
+            standalone = state.standalone if state.standalone is not None else self._open_standalone(session, None)
+            event_id = self._record(lambda: self.gate.emit(session, standalone, data))
+            if event_id is None:
+                standalone = self._open_standalone(session, None)
+                event_id = self._record(lambda: self.gate.emit(session, standalone, data))
+            state.wake(standalone)
+            return event_id
+        stream = state.streams.get(stream_id)
+        if stream is None:
+            if not ctx.request_ids:
+                return None
+            stream = self._open_request_stream(ctx, state).stream
+        is_response = getattr(message, "id", None) is not None and (hasattr(message, "result") or hasattr(message, "error"))
+        if is_response:
+            del state.streams[stream_id]
+            event_id = self._record(lambda: self.gate.terminal(session, stream, data))
+        else:
+            event_id = self._record(lambda: self.gate.emit(session, stream, data))
+        state.wake(stream)
+        return event_id
+
+    def _open_request_stream(self, ctx: _Request, state: _Session) -> Opened:
+        assert ctx.session is not None
+        opened = self.gate.open_stream(ctx.session, ctx.request_ids[0])
+        state.streams[str(ctx.request_ids[0])] = opened.stream
+        ctx.attached.append((opened.stream, opened.attachment))
+        ctx.last_written = opened.priming.id
+        return opened
+
+    def _priming(self, ctx: _Request, state: _Session, stream_id: str) -> str | None:
+        if ctx.standalone is not None and stream_id == GET_STREAM_KEY:
+            return ctx.standalone.priming.id
+        if ctx.decision is not None:
+            # The SDK primes the connection a replay leaves to it: the fresh stream's priming,
+            # or (a resume) the last event this connection holds.
+            if isinstance(ctx.decision, Fresh):
+                return ctx.decision.opened.priming.id
+            return ctx.last_written
+        if stream_id in state.streams and ctx.last_written is not None:
+            return ctx.last_written
+        if not ctx.request_ids:
+            return None
+        return self._open_request_stream(ctx, state).priming.id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:  # type: ignore[override]
+        ctx, state = self._state()
+        session = ctx.session
+        assert session is not None
+        if ctx.standalone is not None:
+            # A GET without a cursor, sent down this path by the hook so that it starts with the
+            # standalone stream's priming event (the SDK's own GET path writes none).
+            state.transport.close_standalone_sse_stream()
+            return GET_STREAM_KEY
+        decision = ctx.decision or self.gate.reconnect(session, last_event_id)
+        ctx.decision = decision
+        if isinstance(decision, Fresh):
+            state.standalone = decision.opened.stream
+            ctx.attached.append((decision.opened.stream, decision.opened.attachment))
+            # The new standalone stream replaces the SDK's current one.
+            state.transport.close_standalone_sse_stream()
+            if decision.stranded is not None:
+                await send_callback(EventMessage(_lost(decision.stranded), None))
+            return GET_STREAM_KEY
+        ctx.attached.append((decision.stream, decision.attachment))
+        # Take-over: the SDK's own connection on this stream stops here.
+        for sdk_id, stream in state.streams.items():
+            if stream == decision.stream:
+                state.transport.close_sse_stream(sdk_id)
+        if decision.stream == state.standalone:
+            state.transport.close_standalone_sse_stream()
+        ctx.last_written = last_event_id
+        after = decision.cursor_seq
+        for event in decision.events:
+            await send_callback(EventMessage(jsonrpc_message_adapter.validate_json(event.data), event.id))
+            after, ctx.last_written = event.seq, event.id
+        if decision.stranded is not None:
+            await send_callback(EventMessage(_lost(decision.stranded), None))
+            return None
+        if decision.includes_terminal:
+            return None
+        await self._follow(session, state, decision, after, send_callback)
+        return None
+
+    async def _follow(self, session: str, state: _Session, decision: Resume, after: int, send: EventCallback) -> None:
+        """Writes the stream's next events to this connection until it ends or is taken over."""
+        waker = state.wakers.setdefault(decision.stream, asyncio.Event())
+        tick = max(0.05, self.gate.config["lease_ms"] / 4000)
+        try:
+            while True:
+                waker.clear()
+                polled = self.gate.poll(session, decision.stream, decision.attachment, after)
+                for event in polled.events:
+                    await send(EventMessage(jsonrpc_message_adapter.validate_json(event.data), event.id))
+                    after = event.seq
+                if polled.stranded is not None:
+                    await send(EventMessage(_lost(polled.stranded), None))
+                if polled.done:
+                    return
+                try:
+                    await asyncio.wait_for(waker.wait(), tick)
+                except TimeoutError:
+                    pass
+        finally:
+            if state.wakers.get(decision.stream) is waker:
+                del state.wakers[decision.stream]
+
+
+def _error(status: int, code: int, message: str, request_id: RequestId | None = None) -> tuple[int, bytes]:
+    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return status, json.dumps(body).encode()
+
+
+def _refusal(e: GateError) -> tuple[int, bytes]:
+    code = {"unknown-session": -32001, "duplicate-request-id": -32600, "invalid-request-id": -32600}.get(e.code, -32000)
+    return _error(e.status, code, str(e))
+
+
+class _Hook:
+    """The request hook around the session manager's ASGI app."""
+
+    def __init__(self, inner: Any, gate: Gate, store: GateEventStore):
+        self.inner = inner
+        self.gate = gate
+        self.store = store
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") != "http":
+            await self.inner(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        session = headers.get("mcp-session-id")
+        known = session is not None and session in self.store._sessions
+        ctx = _Request(session=session if known else None)
+        token = _current.set(ctx)
+        try:
+            method = scope.get("method")
+            if method == "POST":
+                receive = await self._read_ids(ctx, receive)
+            refused = self._ask_gate(ctx, method, headers) if known else None
+            if refused is not None:
+                await _respond(send, *refused)
+                return
+            if ctx.standalone is not None:
+                headers_list = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"last-event-id"]
+                scope = {**scope, "headers": [*headers_list, (b"last-event-id", b"resume-gate:standalone")]}
+            status = 0
+
+            async def sending(message: Any) -> None:
+                nonlocal status
+                if message["type"] == "http.response.start":
+                    status = message["status"]
+                await send(message)
+
+            await self.inner(scope, receive, sending)
+            if ctx.eager is not None and status >= 400 and ctx.session is not None:
+                # The SDK refused the POST: the stream opened for it will never carry anything.
+                self._quietly(self.gate.abort_stream, ctx.session, ctx.eager.stream)
+        finally:
+            for stream, attachment in ctx.attached:
+                if ctx.session is not None:
+                    self._quietly(self.gate.detach, ctx.session, stream, attachment)
+            _current.reset(token)
+
+    @staticmethod
+    def _quietly(call: Any, *args: Any) -> None:
+        try:
+            call(*args)
+        except GateError:
+            pass  # the session ended meanwhile: nothing left to release
+
+    async def _read_ids(self, ctx: _Request, receive: Any) -> Any:
+        """Reads the POST body (bounded) for its request ids; returns a `receive` that replays it."""
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more and size <= MAX_PARSED_BODY:
+            message = await receive()
+            if message["type"] != "http.request":
+                return _replaying([message], receive)
+            chunks.append(message.get("body", b""))
+            size += len(chunks[-1])
+            more = message.get("more_body", False)
+        body = b"".join(chunks)
+        if not more:
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                parsed = None
+            for m in parsed if isinstance(parsed, list) else [parsed]:
+                if isinstance(m, dict) and isinstance(m.get("method"), str):
+                    if "id" in m:
+                        ctx.request_ids.append(m["id"])
+                    elif m["method"] == "notifications/cancelled" and isinstance(m.get("params"), dict):
+                        ctx.cancelled.append(m["params"].get("requestId"))
+        return _replaying([{"type": "http.request", "body": body, "more_body": more}], receive)
+
+    def _ask_gate(self, ctx: _Request, method: str | None, headers: dict[str, str]) -> tuple[int, bytes] | None:
+        session = ctx.session
+        assert session is not None
+        try:
+            if not self.gate.has_session(session):
+                return _error(404, -32001, "Session not found")
+            state = self.store._sessions[session]
+            if method == "POST":
+                for request_id in ctx.cancelled:
+                    try:
+                        self.gate.abort_request(session, request_id)
+                    except GateError as e:
+                        if e.code != "invalid-request-id":
+                            raise
+                if ctx.request_ids:
+                    ctx.eager = self.store._open_request_stream(ctx, state)
+            elif method == "GET" and "text/event-stream" in headers.get("accept", ""):
+                if last_event_id := headers.get("last-event-id"):
+                    ctx.decision = self.gate.reconnect(session, last_event_id)
+                else:
+                    self.store._open_standalone(session, ctx)
+        except GateError as e:
+            return _refusal(e)
+        return None
+
+
+def _replaying(first: list[Any], receive: Any) -> Any:
+    pending = list(first)
+
+    async def replay() -> Any:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
+
+
+async def _respond(send: Any, status: int, body: bytes) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def install(manager: Any, gate: Gate, store: GateEventStore) -> None:
+    """Wires the gate into a ``StreamableHTTPSessionManager`` created with ``event_store=store``:
+    the request hook around its ASGI app, and the override of its session admission."""
+    if manager.event_store is not store:
+        raise ValueError("resume-gate: the session manager must be created with event_store=<the GateEventStore>")
+    admit, discard = manager._admit_session, manager._discard_session
+
+    def admit_session(requestor: Any) -> Any:
+        transport = admit(requestor)
+        if transport is None:
+            return None
+        session = transport.mcp_session_id
+        try:
+            _, reclaimed = gate.open_session(session)
+        except GateError:
+            manager._server_instances.pop(session, None)
+            manager._session_owners.pop(session, None)
+            return None
+        store._sessions[session] = _Session(transport)
+        if (ctx := _current.get()) is not None:
+            ctx.session = session
+        if reclaimed is not None and (old := manager._server_instances.get(reclaimed)) is not None:
+            asyncio.get_running_loop().create_task(manager._discard_session(reclaimed, old))
+        return transport
+
+    async def discard_session(session: str, transport: Any) -> None:
+        try:
+            await discard(session, transport)
+        finally:
+            if store._sessions.pop(session, None) is not None:
+                try:
+                    gate.end_session(session)
+                except GateError:
+                    pass
+
+    manager._admit_session = admit_session
+    manager._discard_session = discard_session
+    manager.asgi_app = _Hook(manager.asgi_app, gate, store)
+
+
+def gated_streamable_http_app(server: Any, gate: Gate, **kwargs: Any) -> Any:
+    """``server.streamable_http_app(**kwargs)`` (an ``MCPServer`` or a low-level ``Server``) with
+    the gate as its event store, request hook and session admission."""
+    store = GateEventStore(gate)
+    kwargs.setdefault("retry_interval", gate.config["retry_ms"])
+    app = server.streamable_http_app(event_store=store, **kwargs)
+    install(server.session_manager, gate, store)
+    return app

@@ -1,0 +1,90 @@
+//! The Node and Python packages' example servers — the official SDKs' own servers with the
+//! gate's adapter — as child processes.
+//!
+//! Each package is prepared once per test process, as its `example` script does on a first
+//! run (packages from the committed lockfile, the component transpiled or loaded), but from
+//! the very `.wasm` files host-example and the key-value hosts embed: one build of the gate
+//! for every host.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use crate::processes::ServerProcess;
+
+/// `hosts/node`: the npm package `resume-gate` and its example server.
+pub fn node_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../hosts/node")
+}
+
+/// Installs the Node package's dependencies and transpiles the gate (once per process).
+pub fn prepare_node() {
+    static PREPARED: OnceLock<()> = OnceLock::new();
+    PREPARED.get_or_init(|| {
+        let ok = Command::new(node_dir().join("example"))
+            .arg("prepare")
+            .env("RESUME_GATE_WASM", host_example::GATE_WASM)
+            .env("RESUME_GATE_KV_WASM", kv_host::GATE_KV_WASM)
+            .status()
+            .expect("run hosts/node/example prepare");
+        assert!(ok.success(), "hosts/node/example prepare failed");
+    });
+}
+
+/// Which event store an example server runs with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Store {
+    /// The gate, through the package's adapter.
+    Gate,
+    /// The SDK's example store, without the gate: for the side-by-side comparison.
+    Sdk,
+}
+
+impl Store {
+    fn arg(self) -> &'static str {
+        match self {
+            Store::Gate => "gate",
+            Store::Sdk => "sdk",
+        }
+    }
+}
+
+/// The Node example server (`hosts/node/example.mjs`) with its journal at `journal`.
+pub fn node_example(journal: &Path, store: Store) -> ServerProcess {
+    prepare_node();
+    let mut cmd = Command::new("node");
+    cmd.arg(node_dir().join("example.mjs")).arg("--journal").arg(journal).args(["--store", store.arg()]);
+    ServerProcess::serve(cmd)
+}
+
+/// `hosts/python`: the package `resume_gate` and its example server.
+pub fn python_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../hosts/python")
+}
+
+/// Makes the Python package's virtualenv from its lock (once per process).
+pub fn prepare_python() {
+    static PREPARED: OnceLock<()> = OnceLock::new();
+    PREPARED.get_or_init(|| {
+        let ok = Command::new(python_dir().join("example"))
+            .arg("prepare")
+            .env("RESUME_GATE_WASM", host_example::GATE_WASM)
+            .status()
+            .expect("run hosts/python/example prepare");
+        assert!(ok.success(), "hosts/python/example prepare failed");
+    });
+}
+
+/// The Python example server (`hosts/python/example.py`) with its journal at `journal`.
+pub fn python_example(journal: &Path, store: Store) -> ServerProcess {
+    prepare_python();
+    let dir = python_dir();
+    let mut cmd = Command::new(dir.join(".venv/bin/python"));
+    cmd.arg(dir.join("example.py"))
+        .arg("--journal")
+        .arg(journal)
+        .args(["--store", store.arg()])
+        .env("PYTHONPATH", &dir)
+        .env("RESUME_GATE_WASM", host_example::GATE_WASM);
+    ServerProcess::serve(cmd)
+}

@@ -1,0 +1,103 @@
+//! The Node and Python packages themselves: they load the very component host-example
+//! embeds (one build of the gate), their APIs pass their own tests over the real component,
+//! and their `example` scripts serve MCP as a user starts them. The raw-HTTP scenarios and the
+//! official clients run against both examples with every other server (`on_every_server!`).
+
+use std::path::Path;
+use std::process::Command;
+
+use resume_gate_tests::http::Client;
+use resume_gate_tests::processes::ServerProcess;
+use resume_gate_tests::sdk_hosts::{node_dir, prepare_node, prepare_python, python_dir};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+fn sha256(path: impl AsRef<Path>) -> String {
+    hex::encode(Sha256::digest(std::fs::read(path).expect("read the component")))
+}
+
+fn stamp_sha256(world: &str) -> String {
+    let stamp = node_dir().join("gen").join(world).join("component.json");
+    let stamp: serde_json::Value = serde_json::from_slice(&std::fs::read(stamp).unwrap()).unwrap();
+    stamp["sha256"].as_str().expect("a sha256 in the stamp").to_owned()
+}
+
+fn output(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("run the command");
+    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn both_packages_load_the_component_host_example_embeds() {
+    // As a user runs them: no override, so each script asks cargo for the component.
+    output(Command::new(node_dir().join("example")).arg("prepare").env_remove("RESUME_GATE_WASM"));
+    assert_eq!(stamp_sha256("memory"), sha256(host_example::GATE_WASM), "Node: the gate-memory component");
+    assert_eq!(stamp_sha256("kv"), sha256(kv_host::GATE_KV_WASM), "Node: the gate-kv component");
+
+    let printed =
+        output(Command::new(python_dir().join("example")).arg("prepare").env_remove("RESUME_GATE_WASM"));
+    let wasm = printed.lines().last().expect("the component's path").to_owned();
+    assert_eq!(sha256(&wasm), sha256(host_example::GATE_WASM), "Python: the gate-memory component");
+    let reported = output(
+        Command::new(python_dir().join(".venv/bin/python"))
+            .args(["-c", "from resume_gate import Gate; print(Gate().component_sha256)"])
+            .env("PYTHONPATH", python_dir())
+            .env("RESUME_GATE_WASM", &wasm),
+    );
+    assert_eq!(reported.trim(), sha256(host_example::GATE_WASM), "Python: the gate it runs");
+}
+
+#[test]
+fn the_node_package_api_passes_its_tests_over_the_real_component() {
+    prepare_node();
+    let out = output(Command::new("node").args(["--test", "test/"]).current_dir(node_dir()));
+    println!("{out}");
+    assert!(out.contains("# pass 3") && out.contains("# fail 0"), "three passing tests expected");
+}
+
+#[test]
+fn the_python_package_api_passes_its_tests_over_the_real_component() {
+    prepare_python();
+    let out = output(
+        Command::new(python_dir().join(".venv/bin/python"))
+            .arg("test_gate.py")
+            .current_dir(python_dir())
+            .env("PYTHONPATH", python_dir())
+            .env("RESUME_GATE_WASM", host_example::GATE_WASM),
+    );
+    println!("{out}");
+    assert!(out.contains("4 passed, 0 failed"), "four passing tests expected");
+}
+
+/// `hosts/<lang>/example --port P`, the command the README gives, serves MCP: a session, a
+/// call with progress, and a resume from its first event.
+fn the_example_script_serves_mcp(script: &Path) {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.txt");
+    let mut cmd = Command::new(script);
+    cmd.arg("--journal").arg(&journal).env("RESUME_GATE_WASM", host_example::GATE_WASM);
+    let server = ServerProcess::serve(cmd);
+    let c = Client::initialize(server.addr);
+    let mut post = c.call(1, "countdown", json!({"n": 2, "interval_ms": 50}), &[]);
+    let wait = std::time::Duration::from_secs(10);
+    let priming = post.next_frame(wait).expect("a priming event");
+    assert!(priming.is_priming());
+    drop(post);
+    let rest = c.get(priming.id.as_deref()).frames_until_closed(wait);
+    let progress: Vec<_> = rest.iter().filter_map(|f| f.json()["params"]["progress"].as_u64()).collect();
+    assert_eq!(progress, [1, 2]);
+    assert_eq!(rest.last().map(|f| f.json()["result"]["content"][0]["text"].clone()), Some(json!("done")));
+}
+
+#[test]
+fn the_node_example_script_serves_mcp() {
+    prepare_node();
+    the_example_script_serves_mcp(&node_dir().join("example"));
+}
+
+#[test]
+fn the_python_example_script_serves_mcp() {
+    prepare_python();
+    the_example_script_serves_mcp(&python_dir().join("example"));
+}
