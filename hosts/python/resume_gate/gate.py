@@ -20,6 +20,10 @@ import wasmtime
 import wasmtime.component as wc
 from wasmtime.component import Variant
 
+from . import _typecache
+
+_typecache.install()
+
 GATE_INTERFACE = "mcp:resume-gate/gate@0.1.0"
 
 #: The HTTP answer for each ``gate-error`` case (see ``wit/gate.wit``).
