@@ -95,12 +95,23 @@ export class GateEventStore {
     const data = JSON.stringify(message);
     const isResponse = "id" in message && ("result" in message || "error" in message);
     if (isResponse) known.outstanding.delete(String(message.id));
-    if (isResponse && known.outstanding.size === 0) {
-      this.#streams.delete(streamId);
-      this.#sdkIds.delete(String(known.stream));
-      return this.#record(() => this.#gate.terminal(session, known.stream, data));
+    const final = isResponse && known.outstanding.size === 0;
+    const id = this.#record(() => (final ? this.#gate.terminal : this.#gate.emit).call(this.#gate, session, known.stream, data));
+    if (final || id === undefined) this.#forget(streamId);
+    return id;
+  }
+
+  #forget(streamId) {
+    const known = this.#streams.get(streamId);
+    this.#streams.delete(streamId);
+    if (known) this.#sdkIds.delete(String(known.stream));
+  }
+
+  /** A cancelled request's stream takes nothing more (`notifications/cancelled`). */
+  forgetRequest(requestId) {
+    for (const [streamId, known] of this.#streams) {
+      if (known.outstanding.delete(String(requestId)) && known.outstanding.size === 0) this.#forget(streamId);
     }
-    return this.#record(() => this.#gate.emit(session, known.stream, data));
   }
 
   /** An event the gate no longer takes (its stream was cancelled or ended) is not recorded. */
@@ -276,6 +287,7 @@ async function handle({ gate, store, transport, inner, sdkHandle, generate }, re
         if (session !== undefined && m.method === "notifications/cancelled" && m.params?.requestId != null) {
           try {
             gate.abortRequest(session, m.params.requestId);
+            store.forgetRequest(m.params.requestId);
           } catch (e) {
             if (!(e instanceof GateError && e.code === "invalid-request-id")) throw e;
           }

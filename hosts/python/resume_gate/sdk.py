@@ -126,15 +126,19 @@ class GateEventStore(EventStore):
             return event_id
         stream = state.streams.get(stream_id)
         if stream is None:
-            if not ctx.request_ids:
+            # Only the first message of the request this context carries opens its stream (an
+            # `initialize` from a client too old for priming); anything else for a stream the
+            # gate no longer knows (finished, cancelled) is sent but not recorded.
+            if not ctx.request_ids or stream_id != str(ctx.request_ids[0]) or ctx.last_written is not None:
                 return None
             stream = self._open_request_stream(ctx, state).stream
         is_response = getattr(message, "id", None) is not None and (hasattr(message, "result") or hasattr(message, "error"))
         if is_response:
-            del state.streams[stream_id]
             event_id = self._record(lambda: self.gate.terminal(session, stream, data))
         else:
             event_id = self._record(lambda: self.gate.emit(session, stream, data))
+        if is_response or event_id is None:
+            state.streams.pop(stream_id, None)
         state.wake(stream)
         return event_id
 
@@ -327,6 +331,7 @@ class _Hook:
                     except GateError as e:
                         if e.code != "invalid-request-id":
                             raise
+                    state.streams.pop(str(request_id), None)
                 if ctx.request_ids:
                     ctx.eager = self.store._open_request_stream(ctx, state)
             elif method == "GET" and "text/event-stream" in headers.get("accept", ""):
@@ -358,6 +363,9 @@ def install(manager: Any, gate: Gate, store: GateEventStore) -> None:
     the request hook around its ASGI app, and the override of its session admission."""
     if manager.event_store is not store:
         raise ValueError("resume-gate: the session manager must be created with event_store=<the GateEventStore>")
+    needed = ("_admit_session", "_discard_session", "_server_instances", "_session_owners", "asgi_app")
+    if manager.stateless or not all(hasattr(manager, name) for name in needed):
+        raise RuntimeError("resume-gate: this mcp SDK's session manager is not supported (needs mcp 2.x, stateful)")
     admit, discard = manager._admit_session, manager._discard_session
 
     def admit_session(requestor: Any) -> Any:
