@@ -7,6 +7,7 @@
  *
  *   hosts/node/example --port 9000 [--journal journal.txt]   # installs and builds on first run
  *   hosts/node/example --port 9000 --store sdk   # the SDK's example InMemoryEventStore, no gate
+ *   hosts/node/example --port 9000 --retention-ms 300   # how long a cut stream stays resumable
  *
  * `--store sdk` serves the same tools as the SDK's own example builds its server, for the
  * side-by-side comparison in the README.
@@ -29,6 +30,7 @@ const { values: args } = parseArgs({
     port: { type: "string", default: "9000" },
     journal: { type: "string", default: "journal.txt" },
     store: { type: "string", default: "gate" },
+    "retention-ms": { type: "string" },
   },
 });
 
@@ -142,7 +144,8 @@ function mcpServer() {
 // --- the server, as the SDK's own example builds it; the gate replaces the transport's constructor
 
 if (!["gate", "sdk"].includes(args.store)) throw new Error(`--store is gate or sdk, not ${args.store}`);
-const gate = args.store === "gate" ? await loadGate() : null;
+const config = args["retention-ms"] ? { retentionMs: Number(args["retention-ms"]) } : undefined;
+const gate = args.store === "gate" ? await loadGate({ config }) : null;
 const transportFor = (options) =>
   gate
     ? gatedTransport(gate, options)

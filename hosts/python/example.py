@@ -6,6 +6,7 @@ SSE stream mid-call; the result arrives on the resume).
 
     hosts/python/example --port 9001 [--journal journal.txt]   # installs on first run
     hosts/python/example --port 9001 --store sdk   # the SDK examples' event store, no gate
+    hosts/python/example --port 9001 --retention-ms 300   # how long a cut stream stays resumable
 
 Prints ``listening PORT`` once it serves.
 """
@@ -159,11 +160,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=9001)
     parser.add_argument("--journal", type=Path, default=Path("journal.txt"))
     parser.add_argument("--store", choices=["gate", "sdk"], default="gate")
+    parser.add_argument("--retention-ms", type=int, help="how long a cut stream stays resumable")
     args = parser.parse_args()
 
     server = make_server(Journal(args.journal))
     if args.store == "gate":
-        app = gated_streamable_http_app(server, Gate())
+        config = {} if args.retention_ms is None else {"retention_ms": args.retention_ms}
+        app = gated_streamable_http_app(server, Gate(**config))
     else:
         app = server.streamable_http_app(event_store=InMemoryEventStore(), retry_interval=1000)
 

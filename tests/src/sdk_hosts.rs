@@ -51,9 +51,18 @@ impl Store {
 
 /// The Node example server (`hosts/node/example.mjs`) with its journal at `journal`.
 pub fn node_example(journal: &Path, store: Store) -> ServerProcess {
+    node_example_with(journal, store, &[])
+}
+
+/// [`node_example`] with more of its arguments (`--retention-ms`).
+pub fn node_example_with(journal: &Path, store: Store, args: &[&str]) -> ServerProcess {
     prepare_node();
     let mut cmd = Command::new("node");
-    cmd.arg(node_dir().join("example.mjs")).arg("--journal").arg(journal).args(["--store", store.arg()]);
+    cmd.arg(node_dir().join("example.mjs"))
+        .arg("--journal")
+        .arg(journal)
+        .args(["--store", store.arg()])
+        .args(args);
     ServerProcess::serve(cmd)
 }
 
@@ -77,6 +86,11 @@ pub fn prepare_python() {
 
 /// The Python example server (`hosts/python/example.py`) with its journal at `journal`.
 pub fn python_example(journal: &Path, store: Store) -> ServerProcess {
+    python_example_with(journal, store, &[])
+}
+
+/// [`python_example`] with more of its arguments (`--retention-ms`).
+pub fn python_example_with(journal: &Path, store: Store, args: &[&str]) -> ServerProcess {
     prepare_python();
     let dir = python_dir();
     let mut cmd = Command::new(dir.join(".venv/bin/python"));
@@ -84,6 +98,7 @@ pub fn python_example(journal: &Path, store: Store) -> ServerProcess {
         .arg("--journal")
         .arg(journal)
         .args(["--store", store.arg()])
+        .args(args)
         .env("PYTHONPATH", &dir)
         .env("RESUME_GATE_WASM", host_example::GATE_WASM);
     ServerProcess::serve(cmd)

@@ -6,9 +6,11 @@
 use std::path::Path;
 use std::process::Command;
 
-use resume_gate_tests::http::Client;
+use resume_gate_tests::http::{Client, Frame};
 use resume_gate_tests::processes::ServerProcess;
-use resume_gate_tests::sdk_hosts::{node_dir, prepare_node, prepare_python, python_dir};
+use resume_gate_tests::sdk_hosts::{
+    Store, node_dir, node_example_with, prepare_node, prepare_python, python_dir, python_example_with,
+};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -100,4 +102,49 @@ fn the_node_example_script_serves_mcp() {
 fn the_python_example_script_serves_mcp() {
     prepare_python();
     the_example_script_serves_mcp(&python_dir().join("example"));
+}
+
+/// A call cut before its result, left past the retention, never resumes and never leaves its
+/// client waiting: the reconnect gets a fresh stream and the request's `-32001` error (the
+/// gate names it stranded), through each SDK's transport. The call's late result is dropped.
+fn a_call_left_past_retention_gets_its_32001_on_the_fresh_stream(server: ServerProcess) {
+    let c = Client::initialize(server.addr);
+    let mut post = c.call(9, "countdown", json!({"n": 1, "interval_ms": 1500}), &[]);
+    let wait = std::time::Duration::from_secs(10);
+    let priming = post.next_frame(wait).expect("a priming event");
+    drop(post);
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let mut get = c.get(priming.id.as_deref());
+    assert_eq!(get.status, 200);
+    let mut frames = Vec::new();
+    // Both, in either order: the Python SDK writes a replayed connection's priming event after
+    // what the store replays into it.
+    let both = |frames: &[Frame]| {
+        frames.iter().any(Frame::is_priming) && frames.iter().any(|f| f.json()["id"] == json!(9))
+    };
+    while !both(&frames) {
+        frames.push(
+            get.next_frame(wait).unwrap_or_else(|| panic!("a priming event and the error: {frames:?}")),
+        );
+    }
+    let error = frames.iter().map(|f| f.json()).find(|v| v["id"] == json!(9)).unwrap();
+    assert_eq!(error["error"]["code"], json!(-32001), "{error}");
+    assert!(frames.iter().all(|f| f.json()["params"]["progress"].is_null()), "nothing replayed: {frames:?}");
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    assert_eq!(get.next_frame(std::time::Duration::from_millis(300)), None, "the late result is not sent");
+}
+
+#[test]
+fn a_call_left_past_retention_gets_its_32001_through_the_typescript_sdk() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = node_example_with(&dir.path().join("journal.txt"), Store::Gate, &["--retention-ms", "300"]);
+    a_call_left_past_retention_gets_its_32001_on_the_fresh_stream(server);
+}
+
+#[test]
+fn a_call_left_past_retention_gets_its_32001_through_the_python_sdk() {
+    let dir = tempfile::tempdir().unwrap();
+    let server =
+        python_example_with(&dir.path().join("journal.txt"), Store::Gate, &["--retention-ms", "300"]);
+    a_call_left_past_retention_gets_its_32001_on_the_fresh_stream(server);
 }
