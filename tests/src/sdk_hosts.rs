@@ -21,14 +21,22 @@ pub fn node_dir() -> PathBuf {
 pub fn prepare_node() {
     static PREPARED: OnceLock<()> = OnceLock::new();
     PREPARED.get_or_init(|| {
-        let ok = Command::new(node_dir().join("example"))
-            .arg("prepare")
-            .env("RESUME_GATE_WASM", host_example::GATE_WASM)
-            .env("RESUME_GATE_KV_WASM", kv_host::GATE_KV_WASM)
-            .status()
-            .expect("run hosts/node/example prepare");
-        assert!(ok.success(), "hosts/node/example prepare failed");
+        prepare(
+            &node_dir(),
+            &[("RESUME_GATE_WASM", host_example::GATE_WASM), ("RESUME_GATE_KV_WASM", kv_host::GATE_KV_WASM)],
+        )
     });
+}
+
+/// `<dir>/example prepare`: what the script does on a first run, short of serving.
+fn prepare(dir: &Path, components: &[(&str, &str)]) {
+    let script = dir.join("example");
+    let ok = Command::new(&script)
+        .arg("prepare")
+        .envs(components.iter().copied())
+        .status()
+        .unwrap_or_else(|e| panic!("run {} prepare: {e}", script.display()));
+    assert!(ok.success(), "{} prepare failed", script.display());
 }
 
 /// Which event store an example server runs with.
@@ -74,14 +82,7 @@ pub fn python_dir() -> PathBuf {
 /// Makes the Python package's virtualenv from its lock (once per process).
 pub fn prepare_python() {
     static PREPARED: OnceLock<()> = OnceLock::new();
-    PREPARED.get_or_init(|| {
-        let ok = Command::new(python_dir().join("example"))
-            .arg("prepare")
-            .env("RESUME_GATE_WASM", host_example::GATE_WASM)
-            .status()
-            .expect("run hosts/python/example prepare");
-        assert!(ok.success(), "hosts/python/example prepare failed");
-    });
+    PREPARED.get_or_init(|| prepare(&python_dir(), &[("RESUME_GATE_WASM", host_example::GATE_WASM)]));
 }
 
 /// The Python example server (`hosts/python/example.py`) with its journal at `journal`.
