@@ -16,8 +16,9 @@
 //! Every call is `countdown {n: 0}` (its result is ready at once) and must return its result.
 //! Sides take turns, a round each, so drift on a shared machine hits all alike.
 //! `cargo bench --bench e2e` writes `e2e.json` for the report (into `$BENCH_OUT_DIR`, default
-//! `target/bench`; `-- --side NAME`, repeatable, measures only those sides and writes nothing); `cargo test --bench e2e` runs every side and workload briefly and checks
-//! every call got its result (it needs `npm ci --prefix benches/node` first, as `.ci/run` does).
+//! `target/bench`; `-- --side NAME` and `-- --sessions N`, each repeatable, measure only those
+//! sides and load levels and write nothing); `cargo test --bench e2e` runs every side and
+//! workload briefly and checks every call got its result.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -146,6 +147,7 @@ struct Plan {
 }
 
 fn main() -> Result<()> {
+    resume_gate_tests::npm_ci(&node_dir());
     let full = std::env::args().any(|a| a == "--bench");
     let plan = if full {
         Plan {
@@ -170,6 +172,9 @@ fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let only: Vec<&str> = args.windows(2).filter(|w| w[0] == "--side").map(|w| w[1].as_str()).collect();
     let wanted = |name: &str| only.is_empty() || only.contains(&name);
+    let levels: Vec<usize> =
+        args.windows(2).filter(|w| w[0] == "--sessions").filter_map(|w| w[1].parse().ok()).collect();
+    let partial = !only.is_empty() || !levels.is_empty();
     type Start = (&'static str, fn() -> Result<Side>);
     let starts: [Start; 6] = [
         ("host-example", || Ok(in_process("host-example", TestServer::host_example()))),
@@ -200,6 +205,9 @@ fn main() -> Result<()> {
             client_times[i].extend(ts_client(side, plan.client_calls, plan.client_warm_up)?);
         }
         for (l, &sessions) in plan.levels.iter().enumerate() {
+            if !levels.is_empty() && !levels.contains(&sessions) {
+                continue;
+            }
             for (i, side) in sides.iter().enumerate() {
                 let run = load_runtime
                     .block_on(keep_alive::load(
@@ -237,6 +245,9 @@ fn main() -> Result<()> {
         }));
         for (l, &sessions) in plan.levels.iter().enumerate() {
             let runs = &loads[i][l];
+            if runs.is_empty() {
+                continue;
+            }
             let mut latencies: Vec<Duration> =
                 runs.iter().flat_map(|r| r.latencies.iter().copied()).collect();
             latencies.sort();
@@ -258,7 +269,7 @@ fn main() -> Result<()> {
         "load": load_rows,
     });
     println!("{report:#}");
-    if full && only.is_empty() {
+    if full && !partial {
         resume_gate_tests::write_bench_result("e2e.json", &report)?;
     }
     Ok(())

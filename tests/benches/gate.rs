@@ -134,6 +134,39 @@ fn emit(c: &mut Criterion) {
     }
 }
 
+/// The gate's work for one `tools/call` whose result is ready at once, as host-example does it:
+/// open the request's stream, record the result as its terminal event, detach when the
+/// response ends. The session is kept at `max-streams-per-session`, where every call makes
+/// room by dropping the oldest answered stream: the steady state of a long-lived session.
+fn call(c: &mut Criterion) {
+    let result = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}"#;
+    let mut group = c.benchmark_group("call/open, terminal, detach");
+    group.throughput(Throughput::Elements(1));
+    for side in SIDES {
+        let mut scene = None;
+        let mut next = 0i64;
+        let mut one_call = move |gate: &mut dyn Driver| {
+            next += 1;
+            let opened = gate.open_stream(SESSION, &Origin::Request(RequestId::Number(next))).unwrap();
+            gate.terminal(SESSION, opened.stream, result).unwrap();
+            gate.detach(SESSION, opened.stream, opened.attachment).unwrap();
+        };
+        group.bench_function(side, |b| {
+            let gate = scene.get_or_insert_with(|| {
+                let config = Config::default();
+                let mut gate = new_gate(side, &config);
+                gate.open_session(SESSION).unwrap();
+                gate
+            });
+            for _ in 0..Config::default().max_streams_per_session {
+                one_call(gate.as_mut());
+            }
+            b.iter(|| one_call(gate.as_mut()))
+        });
+    }
+    group.finish();
+}
+
 /// Whether criterion measures (`cargo bench`) or only runs each benchmark once (`cargo test`).
 fn measuring() -> bool {
     std::env::args().any(|a| a == "--bench")
@@ -342,5 +375,5 @@ fn instantiate(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, emit, resume, stale, instantiate);
+criterion_group!(benches, emit, call, resume, stale, instantiate);
 criterion_main!(benches);

@@ -28,6 +28,28 @@ pub mod sdk_hosts;
 
 pub use resume_gate_model::{held, model, ops};
 
+/// `npm ci` in `dir` (a directory with a committed `package-lock.json`) when its
+/// `node_modules` is missing or older than the lockfile; once per directory and process.
+pub fn npm_ci(dir: &std::path::Path) {
+    use std::sync::Mutex;
+    static DONE: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+    let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    if done.iter().any(|d| d == dir) {
+        return;
+    }
+    let modified = |p: &std::path::Path| p.metadata().and_then(|m| m.modified()).ok();
+    let stamp = dir.join("node_modules/.package-lock.json");
+    if modified(&stamp).is_none() || modified(&stamp) < modified(&dir.join("package-lock.json")) {
+        let status = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+            .current_dir(dir)
+            .status()
+            .expect("npm must be installed (Node 20 or later)");
+        assert!(status.success(), "npm ci failed in {}", dir.display());
+    }
+    done.push(dir.to_owned());
+}
+
 /// Writes a bench binary's result as `name` into `$BENCH_OUT_DIR` (default `target/bench`),
 /// where `benches/run` hands it to the report.
 pub fn write_bench_result(name: &str, result: &serde_json::Value) -> anyhow::Result<()> {

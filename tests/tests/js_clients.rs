@@ -3,7 +3,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
 
 use resume_gate_tests::http::TestServer;
 use resume_gate_tests::{on_both_servers, on_every_server};
@@ -15,24 +14,9 @@ fn js_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("js")
 }
 
-/// `npm ci` once per test process, when `node_modules` is missing or older than the lockfile.
+/// `npm ci` from `tests/js/package-lock.json` when needed.
 fn npm_ci() {
-    static DONE: OnceLock<()> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let dir = js_dir();
-        let stamp = dir.join("node_modules/.package-lock.json");
-        let lock = dir.join("package-lock.json");
-        let fresh = |p: &Path| p.metadata().and_then(|m| m.modified()).ok();
-        if fresh(&stamp).is_some() && fresh(&stamp) >= fresh(&lock) {
-            return;
-        }
-        let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund"])
-            .current_dir(&dir)
-            .status()
-            .expect("npm must be installed (Node 20 or later)");
-        assert!(status.success(), "npm ci failed");
-    });
+    resume_gate_tests::npm_ci(&js_dir());
 }
 
 fn the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once(start: fn() -> TestServer) {
