@@ -414,26 +414,38 @@ impl<S: Store> Gate<S> {
             if s.streams.len() >= g.config.max_streams_per_session as usize {
                 let mut listed = g.stream_summaries(&s)?;
                 let retention = g.config.retention_ms;
-                for st in listed.iter_mut().filter(|st| st.expired(now, retention)) {
-                    g.end_stream(&s, st.no, StreamState::Aborted)?;
-                    st.state = StreamState::Aborted;
-                    g.counters.expired_streams += 1;
-                }
                 // A session answering many calls keeps each answered one resumable until room
-                // is needed; a call still running is never dropped.
-                let oldest = |state: fn(StreamState) -> bool| {
-                    listed.iter().filter(|st| state(st.state)).min_by_key(|st| (st.last_active, st.no))
-                };
-                let gone = oldest(|state| !state.is_live())
-                    .or_else(|| oldest(|state| state == StreamState::TerminalSent))
-                    .ok_or(GateError::TooManyStreams)?
-                    .no;
+                // is needed; a call still running is never dropped. One pass: expire, then
+                // note the oldest tombstone and the oldest answered stream.
+                let (mut tombstone, mut answered) = (None, None);
+                for st in &mut listed {
+                    if st.expired(now, retention) {
+                        g.end_stream(&s, st.no, StreamState::Aborted)?;
+                        st.state = StreamState::Aborted;
+                        g.counters.expired_streams += 1;
+                    }
+                    let oldest = match st.state {
+                        state if !state.is_live() => &mut tombstone,
+                        StreamState::TerminalSent => &mut answered,
+                        _ => continue,
+                    };
+                    let key = (st.last_active, st.no);
+                    if oldest.is_none_or(|o| key < o) {
+                        *oldest = Some(key);
+                    }
+                }
+                let (_, gone) = tombstone.or(answered).ok_or(GateError::TooManyStreams)?;
                 if let Some((dropped, _)) = g.stream(&s, gone)? {
                     g.store.remove_stream(&s.id, &dropped)?;
                 }
-                let mut present: Vec<StreamNo> = listed.iter().map(|st| st.no).collect();
-                present.sort_unstable();
-                s.streams.retain(|no| *no != gone && present.binary_search(no).is_ok());
+                if listed.len() == s.streams.len() {
+                    s.streams.retain(|no| *no != gone);
+                } else {
+                    // Numbers whose record is gone (an instance died between two store calls).
+                    let mut present: Vec<StreamNo> = listed.iter().map(|st| st.no).collect();
+                    present.sort_unstable();
+                    s.streams.retain(|no| *no != gone && present.binary_search(no).is_ok());
+                }
             }
             s.streams.push(stream.no);
             let previous = match stream.origin {

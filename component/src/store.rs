@@ -229,14 +229,18 @@ pub struct MemoryStore {
     /// streams a client may resume until retention passes.
     idle: BTreeSet<(Millis, String)>,
     pending: BTreeSet<(Millis, String)>,
-    answered: BTreeSet<(Millis, String, StreamNo)>,
+    answered: AnsweredIndex,
     bytes: u64,
+    /// The serial number the next session gets.
+    next_serial: u64,
 }
 
 #[derive(Debug)]
 struct SessionEntry {
     meta: SessionMeta,
     last_stream_no: StreamNo,
+    /// Names the session in [`AnsweredIndex`] keys: unique for the store's life.
+    serial: u64,
     claims: HashSet<RequestId>,
     streams: BTreeMap<StreamNo, StreamEntry>,
     /// Streams in state `Open`, and in `Resumable` or `TerminalSent`.
@@ -357,8 +361,37 @@ fn is_answered(meta: &StreamMeta) -> bool {
     meta.state == StreamState::TerminalSent && meta.buffered() > 0
 }
 
-fn answered_key(session: &str, meta: &StreamMeta) -> Option<(Millis, String, StreamNo)> {
-    is_answered(meta).then(|| (meta.last_active, session.to_owned(), meta.no))
+/// Where an answered stream sorts: least recently active first, then by session serial and
+/// stream number.
+type AnsweredKey = (Millis, u64, StreamNo);
+
+/// The answered streams that still buffer events, in the order a memory budget frees them. Keys
+/// are numbers only, so that moving a stream compares integers and allocates nothing; the
+/// session id is the value.
+#[derive(Default, Debug)]
+struct AnsweredIndex(BTreeMap<AnsweredKey, String>);
+
+impl AnsweredIndex {
+    fn key(serial: u64, meta: &StreamMeta) -> Option<AnsweredKey> {
+        is_answered(meta).then_some((meta.last_active, serial, meta.no))
+    }
+
+    /// Moves a stream of `session` from key `from` to key `to` (either may be none).
+    fn moved(&mut self, session: &str, from: Option<AnsweredKey>, to: Option<AnsweredKey>) {
+        if from == to {
+            return;
+        }
+        if let Some(key) = from {
+            self.0.remove(&key);
+        }
+        if let Some(key) = to {
+            self.0.insert(key, session.to_owned());
+        }
+    }
+
+    fn first(&self) -> Option<(String, StreamNo)> {
+        self.0.first_key_value().map(|(&(_, _, no), session)| (session.clone(), no))
+    }
 }
 
 /// What a memory store holds right now: for metrics, and for tests that check the bounds.
@@ -411,7 +444,7 @@ impl MemoryStore {
     fn update<R>(
         &mut self,
         id: &str,
-        change: impl FnOnce(&mut SessionEntry, &mut u64, &mut BTreeSet<(Millis, String, StreamNo)>) -> R,
+        change: impl FnOnce(&mut SessionEntry, &mut u64, &mut AnsweredIndex) -> R,
     ) -> Result<R, StoreError> {
         let entry = self.sessions.get_mut(id).ok_or_else(|| StoreError("no such session".into()))?;
         let before = entry.slot();
@@ -477,7 +510,7 @@ impl MemoryStore {
         let entry = self.sessions.get_mut(session)?;
         let stream = entry.streams.get_mut(&no)?;
         let (state, bytes) = (stream.meta.state, stream_record_bytes(&stream.meta));
-        let answered = is_answered(&stream.meta).then_some(stream.meta.last_active);
+        let answered = AnsweredIndex::key(entry.serial, &stream.meta);
         let (r, added) = match edit(stream) {
             Edit::Keep(r) => return Some(r),
             Edit::Save(r) => (r, 0),
@@ -487,10 +520,7 @@ impl MemoryStore {
             }
         };
         let meta = &stream.meta;
-        if let Some(t) = answered {
-            self.answered.remove(&(t, session.to_owned(), no));
-        }
-        self.answered.extend(answered_key(session, meta));
+        self.answered.moved(session, answered, AnsweredIndex::key(entry.serial, meta));
         let (now_state, now_bytes, active) = (meta.state, stream_record_bytes(meta), meta.last_active);
         let before = entry.slot();
         entry.count(state, -1);
@@ -522,6 +552,7 @@ impl Store for MemoryStore {
         let entry = SessionEntry {
             meta: meta.clone(),
             last_stream_no: 0,
+            serial: self.next_serial,
             claims: HashSet::new(),
             streams: BTreeMap::new(),
             open: 0,
@@ -531,6 +562,7 @@ impl Store for MemoryStore {
         };
         Self::index(&mut self.idle, &mut self.pending, &meta.id, entry.slot());
         self.bytes += bytes;
+        self.next_serial += 1;
         self.sessions.insert(meta.id.clone(), entry);
         Ok(())
     }
@@ -549,9 +581,7 @@ impl Store for MemoryStore {
         if let Some(entry) = self.sessions.remove(&meta.id) {
             Self::unindex(&mut self.idle, &mut self.pending, &meta.id, entry.slot());
             for stream in entry.streams.values() {
-                if let Some(key) = answered_key(&meta.id, &stream.meta) {
-                    self.answered.remove(&key);
-                }
+                self.answered.moved(&meta.id, AnsweredIndex::key(entry.serial, &stream.meta), None);
             }
             self.bytes = self.bytes.saturating_sub(entry.bytes);
         }
@@ -593,7 +623,7 @@ impl Store for MemoryStore {
         session: Option<&str>,
     ) -> Result<Option<(String, StreamNo)>, StoreError> {
         let Some(id) = session else {
-            return Ok(self.answered.first().map(|(_, s, no)| (s.clone(), *no)));
+            return Ok(self.answered.first());
         };
         // A session lists at most `max-streams-per-session` streams: a short walk, no copies.
         let Some(entry) = self.sessions.get(id) else { return Ok(None) };
@@ -633,7 +663,23 @@ impl Store for MemoryStore {
         nos: &[StreamNo],
     ) -> Result<Vec<StreamSummary>, StoreError> {
         let Some(entry) = self.sessions.get(session) else { return Ok(Vec::new()) };
-        Ok(nos.iter().filter_map(|no| entry.streams.get(no)).map(|e| StreamSummary::of(&e.meta)).collect())
+        let summary = |e: &StreamEntry| StreamSummary::of(&e.meta);
+        // A session lists its streams in the order they were opened: one merge walk over the
+        // entries, not a search per number.
+        if let (Some(first), Some(last)) = (nos.first(), nos.last())
+            && nos.is_sorted_by(|a, b| a < b)
+        {
+            let mut wanted = nos.iter().peekable();
+            let mut summaries = Vec::with_capacity(nos.len());
+            for (no, e) in entry.streams.range(first..=last) {
+                while wanted.next_if(|w| *w < no).is_some() {}
+                if wanted.next_if_eq(&no).is_some() {
+                    summaries.push(summary(e));
+                }
+            }
+            return Ok(summaries);
+        }
+        Ok(nos.iter().filter_map(|no| entry.streams.get(no)).map(summary).collect())
     }
 
     fn create_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
@@ -641,7 +687,7 @@ impl Store for MemoryStore {
             entry.count(meta.state, 1);
             entry.touched = entry.touched.max(meta.last_active);
             entry.charge(total, stream_record_bytes(meta), 0);
-            answered.extend(answered_key(session, meta));
+            answered.moved(session, None, AnsweredIndex::key(entry.serial, meta));
             let stream = StreamEntry { meta: meta.clone(), data: EventData::default() };
             if let Some(old) = entry.streams.insert(meta.no, stream) {
                 entry.count(old.meta.state, -1);
@@ -655,10 +701,11 @@ impl Store for MemoryStore {
                 return Err(StoreError(format!("no stream {}", meta.no)));
             };
             let old = std::mem::replace(&mut stream.meta, meta.clone());
-            if let Some(key) = answered_key(session, &old) {
-                answered.remove(&key);
-            }
-            answered.extend(answered_key(session, meta));
+            answered.moved(
+                session,
+                AnsweredIndex::key(entry.serial, &old),
+                AnsweredIndex::key(entry.serial, meta),
+            );
             entry.count(old.state, -1);
             entry.count(meta.state, 1);
             entry.touched = entry.touched.max(meta.last_active);
@@ -693,9 +740,7 @@ impl Store for MemoryStore {
         }
         self.update(session, |entry, total, answered| {
             if let Some(stream) = entry.streams.remove(&meta.no) {
-                if let Some(key) = answered_key(session, &stream.meta) {
-                    answered.remove(&key);
-                }
+                answered.moved(session, AnsweredIndex::key(entry.serial, &stream.meta), None);
                 entry.count(stream.meta.state, -1);
                 let data: u64 = stream.data.values().map(|d| EVENT_RECORD_BYTES + d.len() as u64).sum();
                 entry.charge(total, 0, stream_record_bytes(&stream.meta) + data);
