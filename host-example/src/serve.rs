@@ -69,6 +69,10 @@ type StreamKey = (String, u64);
 struct Live {
     attachment: u32,
     tx: mpsc::Sender<Bytes>,
+    /// Set once the stream's terminal event is queued on this connection: the gate then holds
+    /// what a detach would leave (the stream answered, its events buffered), so the
+    /// connection's end needs no call into it.
+    answered: Arc<AtomicBool>,
 }
 
 /// What the lock guards.
@@ -180,6 +184,7 @@ impl App {
                 core.live.remove(&key);
                 let _ = core.gate.detach(session, stream, attachment);
             } else if terminal {
+                live.answered.store(true, Ordering::Relaxed);
                 core.live.remove(&key);
             }
         }
@@ -390,11 +395,14 @@ struct Detach {
     session: String,
     stream: u64,
     attachment: u32,
+    answered: Arc<AtomicBool>,
 }
 
 impl Drop for Detach {
     fn drop(&mut self) {
-        self.app.connection_ended(&self.session, self.stream, self.attachment);
+        if !self.answered.load(Ordering::Relaxed) {
+            self.app.connection_ended(&self.session, self.stream, self.attachment);
+        }
     }
 }
 
@@ -558,14 +566,17 @@ fn attach(app: &Arc<App>, core: &mut Core, s: &Stream) -> Body {
     for frame in &s.frames {
         let _ = tx.try_send(Bytes::from(frame.clone()));
     }
+    let answered = Arc::new(AtomicBool::new(false));
     if !s.close {
-        core.live.insert((s.session.clone(), s.stream), Live { attachment: s.attachment, tx });
+        let live = Live { attachment: s.attachment, tx, answered: Arc::clone(&answered) };
+        core.live.insert((s.session.clone(), s.stream), live);
     }
     let guard = Detach {
         app: Arc::clone(app),
         session: s.session.clone(),
         stream: s.stream,
         attachment: s.attachment,
+        answered,
     };
     Body::from_stream(SseBody { rx, _detach_on_drop: guard })
 }
