@@ -143,13 +143,18 @@ fn run_calls(gate: ImportedGate, conn: Connection, stream: &Stream, lease_ms: u6
     let taken_over = host.conn.borrow().is_open() && host.taken_over();
     let mut gate = host.gate.into_inner();
     let mut conn = host.conn.into_inner();
-    if let Ok(event) = gate.terminal(&stream.session, stream.stream, &response)
+    let recorded = gate.terminal(&stream.session, stream.stream, &response);
+    if let Ok(event) = &recorded
         && !taken_over
     {
-        conn.write(&sse::frame(&event));
+        conn.write(&sse::frame(event));
     }
     conn.finish();
-    let _ = gate.detach(&stream.session, stream.stream, stream.attachment);
+    // A recorded terminal already left the stream as a detach would (answered, its events
+    // buffered): the call is spared the store round trips.
+    if recorded.is_err() {
+        let _ = gate.detach(&stream.session, stream.stream, stream.attachment);
+    }
 }
 
 fn respond(pending: &PendingCall, outcome: Option<Result<serde_json::Value, (i64, String)>>) -> String {
