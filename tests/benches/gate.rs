@@ -375,5 +375,8 @@ fn instantiate(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, emit, call, resume, stale, instantiate);
+// Instances first, in a process that holds nothing else yet, as a per-request host is: measured
+// last, after scenes of up to 10⁶ buffered events, gate-kv's came out at 30.9 µs in a full run
+// against 16.8 µs alone.
+criterion_group!(benches, instantiate, emit, call, resume, stale);
 criterion_main!(benches);

@@ -59,8 +59,9 @@ pub fn markdown(i: &Inputs) -> String {
                 (label, Workload::Emit { spread, payload })
             })
         })
+        .chain([("one `tools/call`: open, terminal, detach, in a full session".to_owned(), Workload::Call)])
         .collect();
-    section(&mut out, "1. `on-emit`", &sides, r, &emit_rows);
+    section(&mut out, "1. `on-emit`, and one call's gate work", &sides, r, &emit_rows);
 
     let resume_rows: Vec<(String, Workload)> = [100, 10_000, 1_000_000]
         .into_iter()

@@ -30,6 +30,9 @@ pub enum Workload {
     Stale(String),
     /// A per-request instance from `InstancePre`, with this allocator.
     Instantiate(String),
+    /// The gate's work for one `tools/call` whose result is ready at once (open, terminal,
+    /// detach) in a session at `max-streams-per-session`.
+    Call,
 }
 
 /// Median nanoseconds per operation, by workload, then by side.
@@ -127,6 +130,7 @@ fn criterion_workload(group: &str, function: &str, value: &str) -> Option<(Workl
         }
         "stale" => Some((Workload::Stale(value.to_owned()), function.to_owned())),
         "instantiate" => Some((Workload::Instantiate(value.to_owned()), function.to_owned())),
+        "call/open, terminal, detach" => Some((Workload::Call, function.to_owned())),
         _ => None,
     }
 }
