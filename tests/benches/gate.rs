@@ -136,36 +136,75 @@ fn emit(c: &mut Criterion) {
 
 /// The gate's work for one `tools/call` whose result is ready at once, as host-example does it:
 /// open the request's stream, record the result as its terminal event, detach when the
-/// response ends. The session is kept at `max-streams-per-session`, where every call makes
-/// room by dropping the oldest answered stream: the steady state of a long-lived session.
-fn call(c: &mut Criterion) {
+/// response ends.
+fn one_call(gate: &mut dyn Driver, id: i64) {
     let result = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}]}}"#;
+    let opened = gate.open_stream(SESSION, &Origin::Request(RequestId::Number(id))).unwrap();
+    gate.terminal(SESSION, opened.stream, result).unwrap();
+    gate.detach(SESSION, opened.stream, opened.attachment).unwrap();
+}
+
+/// A gate of `side` whose session is at `max-streams-per-session`, where every call makes room
+/// by dropping the oldest answered stream: the steady state of a long-lived session. `next`
+/// numbers the calls.
+fn full_session(side: &str, next: &mut i64) -> Box<dyn Driver> {
+    let config = Config::default();
+    let mut gate = new_gate(side, &config);
+    gate.open_session(SESSION).unwrap();
+    for _ in 0..config.max_streams_per_session {
+        *next += 1;
+        one_call(gate.as_mut(), *next);
+    }
+    gate
+}
+
+/// One call's gate work in a full session, with the caches hot (criterion's loop), and cold.
+fn call(c: &mut Criterion) {
     let mut group = c.benchmark_group("call/open, terminal, detach");
     group.throughput(Throughput::Elements(1));
     for side in SIDES {
-        let mut scene = None;
-        let mut next = 0i64;
-        let mut one_call = move |gate: &mut dyn Driver| {
-            next += 1;
-            let opened = gate.open_stream(SESSION, &Origin::Request(RequestId::Number(next))).unwrap();
-            gate.terminal(SESSION, opened.stream, result).unwrap();
-            gate.detach(SESSION, opened.stream, opened.attachment).unwrap();
-        };
+        let (mut scene, mut next) = (None, 0);
         group.bench_function(side, |b| {
-            let gate = scene.get_or_insert_with(|| {
-                let config = Config::default();
-                let mut gate = new_gate(side, &config);
-                gate.open_session(SESSION).unwrap();
-                gate
-            });
-            for _ in 0..Config::default().max_streams_per_session {
-                one_call(gate.as_mut());
-            }
-            b.iter(|| one_call(gate.as_mut()))
+            let gate = scene.get_or_insert_with(|| full_session(side, &mut next));
+            b.iter(|| {
+                next += 1;
+                one_call(gate.as_mut(), next)
+            })
+        });
+    }
+    group.finish();
+
+    // The same call after the caches were filled with something else, as a server's next call
+    // finds them: between two calls of one client it ran the HTTP stack, the kernel's TCP and
+    // other sessions' work. Sides without the key-value store only.
+    let mut group = c.benchmark_group("call/open, terminal, detach, caches cold");
+    group.throughput(Throughput::Elements(1));
+    for side in ["native", "component"] {
+        let (mut scene, mut next) = (None, 0);
+        group.bench_function(side, |b| {
+            let (gate, other_work) =
+                scene.get_or_insert_with(|| (full_session(side, &mut next), vec![0u8; COLD_BYTES]));
+            b.iter_custom(|iters| {
+                let mut timed = Duration::ZERO;
+                for i in 0..iters {
+                    for line in other_work.chunks_mut(64) {
+                        line[0] = line[0].wrapping_add(i as u8);
+                    }
+                    next += 1;
+                    let start = Instant::now();
+                    one_call(gate.as_mut(), next);
+                    timed += start.elapsed();
+                }
+                std::hint::black_box(&other_work);
+                timed
+            })
         });
     }
     group.finish();
 }
+
+/// Bytes written between two cold calls: more than a core's L2 cache.
+const COLD_BYTES: usize = 4 << 20;
 
 /// Whether criterion measures (`cargo bench`) or only runs each benchmark once (`cargo test`).
 fn measuring() -> bool {

@@ -59,7 +59,13 @@ pub fn markdown(i: &Inputs) -> String {
                 (label, Workload::Emit { spread, payload })
             })
         })
-        .chain([("one `tools/call`: open, terminal, detach, in a full session".to_owned(), Workload::Call)])
+        .chain(
+            [
+                ("one `tools/call`: open, terminal, detach, in a full session", false),
+                ("the same, caches cold (4 MiB written before each call)", true),
+            ]
+            .map(|(label, cold)| (label.to_owned(), Workload::Call { cold })),
+        )
         .collect();
     section(&mut out, "1. `on-emit`, and one call's gate work", &sides, r, &emit_rows);
 

@@ -31,8 +31,11 @@ pub enum Workload {
     /// A per-request instance from `InstancePre`, with this allocator.
     Instantiate(String),
     /// The gate's work for one `tools/call` whose result is ready at once (open, terminal,
-    /// detach) in a session at `max-streams-per-session`.
-    Call,
+    /// detach) in a session at `max-streams-per-session`; `cold`: after other work filled the
+    /// caches.
+    Call {
+        cold: bool,
+    },
 }
 
 /// Median nanoseconds per operation, by workload, then by side.
@@ -130,7 +133,10 @@ fn criterion_workload(group: &str, function: &str, value: &str) -> Option<(Workl
         }
         "stale" => Some((Workload::Stale(value.to_owned()), function.to_owned())),
         "instantiate" => Some((Workload::Instantiate(value.to_owned()), function.to_owned())),
-        "call/open, terminal, detach" => Some((Workload::Call, function.to_owned())),
+        "call/open, terminal, detach" => Some((Workload::Call { cold: false }, function.to_owned())),
+        "call/open, terminal, detach, caches cold" => {
+            Some((Workload::Call { cold: true }, function.to_owned()))
+        }
         _ => None,
     }
 }
