@@ -117,12 +117,12 @@ impl Guest for Component {
         })
     }
 
-    fn on_emit(session: String, stream: u64, data: String) -> Result<wit::Event, wit::GateError> {
-        with_gate(|g| g.emit(&session, stream, data, now()).map(convert::to_wit_event))
+    fn on_emit(session: String, stream: u64, data: String) -> Result<wit::Recorded, wit::GateError> {
+        with_gate(|g| g.emit(&session, stream, data, now()).map(convert::to_wit_recorded))
     }
 
-    fn on_terminal(session: String, stream: u64, data: String) -> Result<wit::Event, wit::GateError> {
-        with_gate(|g| g.terminal(&session, stream, data, now()).map(convert::to_wit_event))
+    fn on_terminal(session: String, stream: u64, data: String) -> Result<wit::Recorded, wit::GateError> {
+        with_gate(|g| g.terminal(&session, stream, data, now()).map(convert::to_wit_recorded))
     }
 
     fn on_detach(session: String, stream: u64, attachment: u32) -> Result<(), wit::GateError> {

@@ -72,6 +72,11 @@ macro_rules! wit_conversions {
             }
         }
 
+        /// The event `on-emit` or `on-terminal` recorded, from its id and what the host passed in.
+        pub fn from_wit_recorded(r: wit::Recorded, stream: u64, data: &str, terminal: bool) -> $crate::Event {
+            $crate::Event { id: r.id, stream, seq: r.seq, data: data.to_owned(), retry_ms: None, terminal }
+        }
+
         pub fn from_wit_session_info(i: wit::SessionInfo) -> $crate::SessionInfo {
             $crate::SessionInfo { epoch: i.epoch, reclaimed: i.reclaimed }
         }
@@ -167,6 +172,10 @@ macro_rules! wit_conversions {
                 retry_ms: e.retry_ms,
                 terminal: e.terminal,
             }
+        }
+
+        pub fn to_wit_recorded(e: $crate::Event) -> wit::Recorded {
+            wit::Recorded { id: e.id, seq: e.seq }
         }
 
         pub fn to_wit_opened(o: $crate::Opened) -> wit::Opened {

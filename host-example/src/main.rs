@@ -179,19 +179,15 @@ fn demo() -> Result<()> {
     println!("\n1. POST tools/call (id 1, `append`): the gate opens a stream");
     let opened = ok(gate.call_open_stream(&mut *store, session, &Origin::Request(RequestId::Number(1)))?)?;
     show("   sent", &opened.priming);
-    let progress = ok(gate.call_on_emit(
-        &mut *store,
-        session,
-        opened.stream,
-        r#"{"method":"notifications/progress"}"#,
-    )?)?;
-    show("   sent", &progress);
+    let message = r#"{"method":"notifications/progress"}"#;
+    let progress = ok(gate.call_on_emit(&mut *store, session, opened.stream, message)?)?;
+    println!("   sent id={} {message}", progress.id);
 
     println!("\n2. the connection drops; the tool finishes while nobody listens");
     ok(gate.call_on_detach(&mut *store, session, opened.stream, opened.attachment)?)?;
-    let result =
-        ok(gate.call_on_terminal(&mut *store, session, opened.stream, r#"{"id":1,"result":"3 lines"}"#)?)?;
-    show("   recorded", &result);
+    let response = r#"{"id":1,"result":"3 lines"}"#;
+    let result = ok(gate.call_on_terminal(&mut *store, session, opened.stream, response)?)?;
+    println!("   recorded id={} {response} [terminal]", result.id);
 
     println!("\n3. GET with Last-Event-ID = the progress event: a valid continuation point");
     reconnect(gate, store, session, progress.id.as_bytes(), &Origin::Standalone)?;

@@ -89,7 +89,8 @@ macro_rules! forward_gate_api {
                 data: &str,
             ) -> Result<::resume_gate::Event, ::resume_gate::GateError> {
                 use $convert as convert;
-                self.call(|g, s| g.call_on_emit(s, session, stream, data)).map(convert::from_wit_event)
+                self.call(|g, s| g.call_on_emit(s, session, stream, data))
+                    .map(|r| convert::from_wit_recorded(r, stream, data, false))
             }
             fn terminal(
                 &mut self,
@@ -98,7 +99,8 @@ macro_rules! forward_gate_api {
                 data: &str,
             ) -> Result<::resume_gate::Event, ::resume_gate::GateError> {
                 use $convert as convert;
-                self.call(|g, s| g.call_on_terminal(s, session, stream, data)).map(convert::from_wit_event)
+                self.call(|g, s| g.call_on_terminal(s, session, stream, data))
+                    .map(|r| convert::from_wit_recorded(r, stream, data, true))
             }
             fn detach(
                 &mut self,

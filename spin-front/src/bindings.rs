@@ -68,11 +68,15 @@ impl GateApi for ImportedGate {
     }
 
     fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
-        gate::on_emit(session, stream, data).map(convert::from_wit_event).map_err(convert::from_wit_error)
+        gate::on_emit(session, stream, data)
+            .map(|r| convert::from_wit_recorded(r, stream, data, false))
+            .map_err(convert::from_wit_error)
     }
 
     fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
-        gate::on_terminal(session, stream, data).map(convert::from_wit_event).map_err(convert::from_wit_error)
+        gate::on_terminal(session, stream, data)
+            .map(|r| convert::from_wit_recorded(r, stream, data, true))
+            .map_err(convert::from_wit_error)
     }
 
     fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<(), GateError> {

@@ -135,12 +135,12 @@ export class Gate {
 
   /** Records a message on a stream; returns the event to write. */
   emit(session, stream, data) {
-    return event(this.#call("onEmit", session, stream, data));
+    return recorded(this.#call("onEmit", session, stream, data), stream, data, false);
   }
 
   /** Records the stream's final response; write the event, then close the response. */
   terminal(session, stream, data) {
-    return event(this.#call("onTerminal", session, stream, data));
+    return recorded(this.#call("onTerminal", session, stream, data), stream, data, true);
   }
 
   renewLease(session, stream) {
@@ -228,6 +228,11 @@ function fromRequestId(id) {
 
 function event(e) {
   return { id: e.id, stream: e.stream, seq: Number(e.seq), data: e.data, retryMs: e.retryMs ?? null, terminal: e.terminal };
+}
+
+// `on-emit` and `on-terminal` return only the id and seq: the data is the caller's own.
+function recorded(r, stream, data, terminal) {
+  return { id: r.id, stream, seq: Number(r.seq), data, retryMs: null, terminal };
 }
 
 function opened(o) {

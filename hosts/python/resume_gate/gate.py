@@ -189,10 +189,10 @@ class Gate:
         return _opened(self._call("open-stream", session, _origin(request_id)))
 
     def emit(self, session: str, stream: int, data: str) -> Event:
-        return _event(self._call("on-emit", session, stream, data))
+        return _recorded(self._call("on-emit", session, stream, data), stream, data, False)
 
     def terminal(self, session: str, stream: int, data: str) -> Event:
-        return _event(self._call("on-terminal", session, stream, data))
+        return _recorded(self._call("on-terminal", session, stream, data), stream, data, True)
 
     def renew_lease(self, session: str, stream: int) -> None:
         self._call("renew-lease", session, stream)
@@ -246,6 +246,11 @@ def _origin(request_id: RequestId | None) -> RequestId | None:
 
 def _event(e: Any) -> Event:
     return Event(e.id, e.stream, e.seq, e.data, getattr(e, "retry-ms"), e.terminal)
+
+
+def _recorded(r: Any, stream: int, data: str, terminal: bool) -> Event:
+    # ``on-emit`` and ``on-terminal`` return only the id and seq: the data is the caller's own.
+    return Event(r.id, stream, r.seq, data, None, terminal)
 
 
 def _opened(o: Any) -> Opened:
