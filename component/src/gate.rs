@@ -62,10 +62,25 @@ pub struct Polled {
     pub stranded: Option<RequestId>,
 }
 
-/// An event to append.
+/// What `emit` or `terminal` recorded: the event's id and sequence number. The host writes
+/// the frame from these and the data it passed in, which the gate keeps without copying.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recorded {
+    pub id: String,
+    pub seq: Seq,
+}
+
+impl Recorded {
+    /// The whole event, for a host that keeps events rather than writing them at once.
+    pub fn into_event(self, stream: StreamNo, data: String, terminal: bool) -> Event {
+        Event { id: self.id, stream, seq: self.seq, data, retry_ms: None, terminal }
+    }
+}
+
+/// An event to append, but its data.
 #[derive(Clone, Copy)]
-struct NewEvent<'a> {
-    data: &'a str,
+struct NewEvent {
+    data_len: usize,
     terminal: bool,
     now: Millis,
     /// Bytes the memory budgets lack for it: the stream's own oldest events make them up.
@@ -165,14 +180,14 @@ impl<S: Store> Gate<S> {
         self.counted(r)
     }
 
-    /// Records an event on a stream and returns it with its id.
+    /// Records an event on a stream and returns its id.
     pub fn emit(
         &mut self,
         session: &str,
         stream: StreamNo,
         data: String,
         now: Millis,
-    ) -> Result<Event, GateError> {
+    ) -> Result<Recorded, GateError> {
         let r = self.record(session, stream, data, false, now);
         self.counted(r)
     }
@@ -184,7 +199,7 @@ impl<S: Store> Gate<S> {
         stream: StreamNo,
         data: String,
         now: Millis,
-    ) -> Result<Event, GateError> {
+    ) -> Result<Recorded, GateError> {
         let r = self.record(session, stream, data, true, now);
         self.counted(r)
     }
@@ -491,7 +506,7 @@ impl<S: Store> Gate<S> {
         data: String,
         terminal: bool,
         now: Millis,
-    ) -> Result<Event, GateError> {
+    ) -> Result<Recorded, GateError> {
         validate_session_id(session)?;
         // Bytes the budgets lack for this event once nothing else can be freed: the stream's
         // own oldest events go, or if they are too few, the event is not buffered. (A store
@@ -503,8 +518,8 @@ impl<S: Store> Gate<S> {
                 self.room_for(event_cost(&data), now, session)?.shortfall
             }
         };
-        let event = NewEvent { data: &data, terminal, now, shortfall };
-        let Some(appended) = self.append(session, no, &event)? else {
+        let event = NewEvent { data_len: data.len(), terminal, now, shortfall };
+        let Some(appended) = self.append(session, no, data, &event)? else {
             return Err(match self.store.session_stamp(session)? {
                 None => GateError::UnknownSession,
                 Some(_) => GateError::UnknownStream,
@@ -515,7 +530,7 @@ impl<S: Store> Gate<S> {
                 self.store.delete_events(session, no, &evicted)?;
                 self.counters.evicted_events += evicted.len() as u64;
                 self.counters.events_emitted += 1;
-                Ok(Event { id, stream: no, seq, data, retry_ms: None, terminal })
+                Ok(Recorded { id, seq })
             }
             Appended::Expired(freed) => {
                 self.store.delete_events(session, no, &freed)?;
@@ -532,9 +547,10 @@ impl<S: Store> Gate<S> {
         &mut self,
         session: &str,
         no: StreamNo,
-        event: &NewEvent<'_>,
+        data: String,
+        event: &NewEvent,
     ) -> Result<Option<Appended>, GateError> {
-        let NewEvent { data, terminal, now, shortfall } = *event;
+        let NewEvent { data_len: len, terminal, now, shortfall } = *event;
         let (config, signing) = (&self.config, self.key.as_ref());
         let signed = signing.is_some();
         Ok(self.store.append_event(session, no, data, now, &mut |stream, key, data_len| {
@@ -549,7 +565,7 @@ impl<S: Store> Gate<S> {
             }
             let seq = stream.push(key);
             let id = EventId::mint(stream.epoch, stream.tag, no, seq, signing).format();
-            let cost = u32::try_from(id.len() + data.len()).unwrap_or(u32::MAX);
+            let cost = u32::try_from(id.len() + len).unwrap_or(u32::MAX);
             stream.buffered_bytes = stream.buffered_bytes.saturating_add(u64::from(cost));
             stream.last_active = now;
             stream.lease_until = now.saturating_add(config.lease_ms);

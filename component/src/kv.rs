@@ -630,14 +630,14 @@ impl<K: Kv> Store for KvStore<K> {
         &mut self,
         session: &str,
         no: StreamNo,
-        data: &str,
+        data: String,
         now: Millis,
         edit: &mut AppendEdit<'_, R>,
     ) -> Result<Option<R>, StoreError> {
         let head = stream_key(session, no);
         let key = self.data_key(session, no);
         let name = event_key(session, no, key);
-        self.kv.set(&name, &event_value(now, data))?;
+        self.kv.set(&name, &event_value(now, &data))?;
         let published = self.publish(session, no, &head, key, edit);
         if !matches!(published, Ok(Some((_, true)))) {
             // A store that failed may keep it; no head names it.

@@ -43,7 +43,7 @@ pub use config::{Config, Millis};
 pub use counters::Counters;
 pub use decision::{Decision, FreshStart, Resumption, StaleReason};
 pub use error::{GateError, StoreError};
-pub use gate::{Event, Gate, Opened, Polled, SessionInfo};
+pub use gate::{Event, Gate, Opened, Polled, Recorded, SessionInfo};
 pub use session::{MAX_SESSION_ID_LEN, validate_session_id};
 pub use store::{MemoryStats, MemoryStore, Store, Swept};
 pub use stream::{EventRef, MAX_REQUEST_ID_LEN, Origin, RequestId, Seq, StreamNo, StreamState};

@@ -104,12 +104,13 @@ pub trait Store {
     /// fresh load after a lost race (`None`: no such stream). The store stores `data` under a
     /// key of its own first, and `edit` answers `Edit::Append` when it pushed the event with that
     /// key (`StreamMeta::push`); the record is then saved. `edit` may also drop old events; it
-    /// learns each one's data length from the lookup it is given.
+    /// learns each one's data length from the lookup it is given. The memory store keeps
+    /// `data` itself, without a copy.
     fn append_event<R>(
         &mut self,
         session: &str,
         no: StreamNo,
-        data: &str,
+        data: String,
         now: Millis,
         edit: &mut AppendEdit<'_, R>,
     ) -> Result<Option<R>, StoreError>;
@@ -718,7 +719,7 @@ impl Store for MemoryStore {
         &mut self,
         session: &str,
         no: StreamNo,
-        data: &str,
+        data: String,
         _now: Millis,
         edit: &mut AppendEdit<'_, R>,
     ) -> Result<Option<R>, StoreError> {
@@ -728,7 +729,7 @@ impl Store for MemoryStore {
             let edited =
                 edit(&mut stream.meta, key, &mut |e| events.get(e.seq).map_or(0, |d| d.len() as u64));
             if let Edit::Append(_) = &edited {
-                stream.data.insert(stream.meta.last_seq, data.to_owned());
+                stream.data.insert(stream.meta.last_seq, data);
             }
             edited
         }))

@@ -72,9 +72,8 @@ macro_rules! wit_conversions {
             }
         }
 
-        /// The event `on-emit` or `on-terminal` recorded, from its id and what the host passed in.
-        pub fn from_wit_recorded(r: wit::Recorded, stream: u64, data: &str, terminal: bool) -> $crate::Event {
-            $crate::Event { id: r.id, stream, seq: r.seq, data: data.to_owned(), retry_ms: None, terminal }
+        pub fn from_wit_recorded(r: wit::Recorded) -> $crate::Recorded {
+            $crate::Recorded { id: r.id, seq: r.seq }
         }
 
         pub fn from_wit_session_info(i: wit::SessionInfo) -> $crate::SessionInfo {
@@ -174,8 +173,8 @@ macro_rules! wit_conversions {
             }
         }
 
-        pub fn to_wit_recorded(e: $crate::Event) -> wit::Recorded {
-            wit::Recorded { id: e.id, seq: e.seq }
+        pub fn to_wit_recorded(r: $crate::Recorded) -> wit::Recorded {
+            wit::Recorded { id: r.id, seq: r.seq }
         }
 
         pub fn to_wit_opened(o: $crate::Opened) -> wit::Opened {

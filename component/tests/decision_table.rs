@@ -37,11 +37,11 @@ impl Fixture {
     }
 
     fn emit(&mut self, stream: StreamNo, data: &str) -> Event {
-        self.gate.emit(S, stream, data.into(), self.now).unwrap()
+        self.gate.emit(S, stream, data.into(), self.now).unwrap().into_event(stream, data.into(), false)
     }
 
     fn terminal(&mut self, stream: StreamNo, data: &str) -> Event {
-        self.gate.terminal(S, stream, data.into(), self.now).unwrap()
+        self.gate.terminal(S, stream, data.into(), self.now).unwrap().into_event(stream, data.into(), true)
     }
 
     fn get(&mut self, cursor: &str) -> Decision {
@@ -165,6 +165,7 @@ mod row_3_minted_for_this_session {
         f.open_session("session-b");
         let theirs = f.gate.open_stream("session-b", Origin::Request(RequestId::Number(1)), f.now).unwrap();
         let their_event = f.gate.emit("session-b", theirs.stream, "secret".into(), f.now).unwrap();
+        let their_event = their_event.into_event(theirs.stream, "secret".into(), false);
         f.gate.detach("session-b", theirs.stream, theirs.attachment, f.now).unwrap();
 
         let d = f.get(&theirs.priming.id);
@@ -751,7 +752,7 @@ mod sessions_and_bounds {
         let mut f = Fixture::with(Config { max_total_bytes: 1_000, ..Config::default() });
         let opened = f.gate.open_stream(S, Origin::Standalone, f.now).unwrap();
         let too_big = f.gate.emit(S, opened.stream, "x".repeat(2_000), f.now).unwrap();
-        assert_eq!(too_big.data.len(), 2_000, "sent live");
+        assert_eq!(too_big.seq, 1, "sent live");
         assert_eq!(f.gate.store().stats().events, 0, "but not buffered");
         assert_eq!(
             f.gate.open_stream(S, Origin::Request(RequestId::Number(1)), f.now),

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 
 use mcp_transport::gate::GateApi;
 use resume_gate::{
-    Decision, Event, FreshStart, GateError, Opened, Origin, Polled, RequestId, SessionInfo, StaleReason,
+    Decision, FreshStart, GateError, Opened, Origin, Polled, Recorded, RequestId, SessionInfo, StaleReason,
 };
 
 #[derive(Default)]
@@ -16,8 +16,9 @@ pub struct NoGate {
     last_stream: u64,
 }
 
-fn plain(stream: u64, data: &str, terminal: bool) -> Event {
-    Event { id: String::new(), stream, seq: 0, data: data.to_owned(), retry_ms: None, terminal }
+/// An event without an id: its frame is its data alone.
+fn unnamed() -> Recorded {
+    Recorded { id: String::new(), seq: 0 }
 }
 
 impl NoGate {
@@ -50,15 +51,16 @@ impl GateApi for NoGate {
     fn open_stream(&mut self, session: &str, _origin: &Origin) -> Result<Opened, GateError> {
         self.known(session)?;
         self.last_stream += 1;
-        Ok(Opened { stream: self.last_stream, attachment: 1, priming: plain(self.last_stream, "", false) })
+        let priming = unnamed().into_event(self.last_stream, String::new(), false);
+        Ok(Opened { stream: self.last_stream, attachment: 1, priming })
     }
-    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+    fn emit(&mut self, session: &str, _stream: u64, _data: &str) -> Result<Recorded, GateError> {
         self.known(session)?;
-        Ok(plain(stream, data, false))
+        Ok(unnamed())
     }
-    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+    fn terminal(&mut self, session: &str, _stream: u64, _data: &str) -> Result<Recorded, GateError> {
         self.known(session)?;
-        Ok(plain(stream, data, true))
+        Ok(unnamed())
     }
     fn detach(&mut self, _session: &str, _stream: u64, _attachment: u32) -> Result<(), GateError> {
         Ok(())

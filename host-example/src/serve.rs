@@ -179,7 +179,7 @@ impl App {
         }?;
         if let Some(live) = core.live.get(&key) {
             let attachment = live.attachment;
-            if live.tx.try_send(Bytes::from(sse::frame(&event))).is_err() {
+            if live.tx.try_send(Bytes::from(sse::recorded(&event, data))).is_err() {
                 tracing::warn!(session, stream, "connection too slow; detached, it resumes from the buffer");
                 core.live.remove(&key);
                 let _ = core.gate.detach(session, stream, attachment);

@@ -6,7 +6,7 @@
 //! the core itself by [`InProcess`].
 
 use resume_gate::{
-    Config, Counters, Decision, Event, Gate, GateError, MemoryStore, Opened, Origin, Polled, RequestId,
+    Config, Counters, Decision, Gate, GateError, MemoryStore, Opened, Origin, Polled, Recorded, RequestId,
     SessionInfo, Store, Swept,
 };
 
@@ -18,8 +18,10 @@ pub trait GateApi {
     fn has_session(&mut self, session: &str) -> Result<bool, GateError>;
     fn end_session(&mut self, session: &str) -> Result<(), GateError>;
     fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Opened, GateError>;
-    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError>;
-    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError>;
+    /// Records an event; the host writes its frame from the id and its own `data`.
+    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Recorded, GateError>;
+    /// Records the stream's final response, as `emit` does.
+    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Recorded, GateError>;
     fn detach(&mut self, session: &str, stream: u64, attachment: u32) -> Result<(), GateError>;
     fn abort(&mut self, session: &str, stream: u64) -> Result<(), GateError>;
     fn abort_request(&mut self, session: &str, id: &RequestId) -> Result<bool, GateError>;
@@ -87,20 +89,18 @@ macro_rules! forward_gate_api {
                 session: &str,
                 stream: u64,
                 data: &str,
-            ) -> Result<::resume_gate::Event, ::resume_gate::GateError> {
+            ) -> Result<::resume_gate::Recorded, ::resume_gate::GateError> {
                 use $convert as convert;
-                self.call(|g, s| g.call_on_emit(s, session, stream, data))
-                    .map(|r| convert::from_wit_recorded(r, stream, data, false))
+                self.call(|g, s| g.call_on_emit(s, session, stream, data)).map(convert::from_wit_recorded)
             }
             fn terminal(
                 &mut self,
                 session: &str,
                 stream: u64,
                 data: &str,
-            ) -> Result<::resume_gate::Event, ::resume_gate::GateError> {
+            ) -> Result<::resume_gate::Recorded, ::resume_gate::GateError> {
                 use $convert as convert;
-                self.call(|g, s| g.call_on_terminal(s, session, stream, data))
-                    .map(|r| convert::from_wit_recorded(r, stream, data, true))
+                self.call(|g, s| g.call_on_terminal(s, session, stream, data)).map(convert::from_wit_recorded)
             }
             fn detach(
                 &mut self,
@@ -252,11 +252,11 @@ impl<S: Store> GateApi for InProcess<S> {
         let now = self.tick()?;
         self.gate.open_stream(session, origin.clone(), now)
     }
-    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Recorded, GateError> {
         let now = self.tick()?;
         self.gate.emit(session, stream, data.to_owned(), now)
     }
-    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Recorded, GateError> {
         let now = self.tick()?;
         self.gate.terminal(session, stream, data.to_owned(), now)
     }

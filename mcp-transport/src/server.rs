@@ -427,7 +427,7 @@ impl Server {
         let response = answer(&id, &method, &params);
         match gate.terminal(&session, opened.stream, &response) {
             Ok(event) => {
-                stream.frames.push(sse::frame(&event));
+                stream.frames.push(sse::recorded(&event, &response));
                 stream.follow_after = event.seq;
                 stream.close = true;
                 Reply::Stream(stream)
@@ -491,7 +491,7 @@ impl Server {
         for data in &answers {
             match gate.emit(&session, opened.stream, data) {
                 Ok(event) => {
-                    stream.frames.push(sse::frame(&event));
+                    stream.frames.push(sse::recorded(&event, data));
                     stream.follow_after = event.seq;
                 }
                 Err(e) => return gate_error_reply(&e, Some(&first)),
@@ -500,7 +500,7 @@ impl Server {
         match last {
             Some(data) => match gate.terminal(&session, opened.stream, &data) {
                 Ok(event) => {
-                    stream.frames.push(sse::frame(&event));
+                    stream.frames.push(sse::recorded(&event, &data));
                     stream.follow_after = event.seq;
                     stream.close = true;
                 }
@@ -620,8 +620,9 @@ impl Server {
                 // Never an empty stream that closes at once: the fresh stream stays open, and a
                 // request whose result was lost gets an error instead of silence.
                 if let Some(lost) = &f.stranded {
-                    if let Ok(event) = gate.emit(&session, f.opened.stream, &result_lost(lost)) {
-                        stream.frames.push(sse::frame(&event));
+                    let error = result_lost(lost);
+                    if let Ok(event) = gate.emit(&session, f.opened.stream, &error) {
+                        stream.frames.push(sse::recorded(&event, &error));
                         stream.follow_after = event.seq;
                     }
                 }

@@ -1,28 +1,37 @@
 //! SSE frames as the HTML living standard defines them: one `data:` line per line of the
 //! payload, so a JSON message with embedded newlines still arrives whole.
 
-use resume_gate::Event;
+use resume_gate::{Event, Recorded};
 
 /// One SSE event: `id`, optional `retry`, the data lines, a blank line. An event without an id
 /// (a server running without the gate) gets no `id` line, and one without data either is
 /// nothing at all.
 pub fn frame(event: &Event) -> String {
-    let mut out = String::with_capacity(event.data.len() + event.id.len() + 32);
-    if event.id.is_empty() && event.data.is_empty() {
+    write(&event.id, event.retry_ms, &event.data)
+}
+
+/// The frame of an event just recorded with `data`.
+pub fn recorded(event: &Recorded, data: &str) -> String {
+    write(&event.id, None, data)
+}
+
+fn write(id: &str, retry_ms: Option<u32>, data: &str) -> String {
+    let mut out = String::with_capacity(data.len() + id.len() + 32);
+    if id.is_empty() && data.is_empty() {
         return out;
     }
-    if !event.id.is_empty() {
+    if !id.is_empty() {
         out.push_str("id: ");
-        out.push_str(&event.id);
+        out.push_str(id);
         out.push('\n');
     }
-    if let Some(retry) = event.retry_ms {
+    if let Some(retry) = retry_ms {
         out.push_str(&format!("retry: {retry}\n"));
     }
-    if event.data.is_empty() {
+    if data.is_empty() {
         out.push_str("data: \n");
     }
-    for line in event.data.split_terminator('\n') {
+    for line in data.split_terminator('\n') {
         out.push_str("data: ");
         out.push_str(line.strip_suffix('\r').unwrap_or(line));
         out.push('\n');

@@ -1,7 +1,7 @@
 //! The front's imports: the gate (as the transport's `GateApi`) and the key-value journal.
 
 use mcp_transport::gate::GateApi;
-use resume_gate::{Decision, Event, GateError, Opened, Origin, Polled, RequestId, SessionInfo};
+use resume_gate::{Decision, GateError, Opened, Origin, Polled, Recorded, RequestId, SessionInfo};
 
 wit_bindgen::generate!({
     world: "resume-gate:spin-front/front",
@@ -67,15 +67,13 @@ impl GateApi for ImportedGate {
             .map_err(convert::from_wit_error)
     }
 
-    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
-        gate::on_emit(session, stream, data)
-            .map(|r| convert::from_wit_recorded(r, stream, data, false))
-            .map_err(convert::from_wit_error)
+    fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Recorded, GateError> {
+        gate::on_emit(session, stream, data).map(convert::from_wit_recorded).map_err(convert::from_wit_error)
     }
 
-    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Event, GateError> {
+    fn terminal(&mut self, session: &str, stream: u64, data: &str) -> Result<Recorded, GateError> {
         gate::on_terminal(session, stream, data)
-            .map(|r| convert::from_wit_recorded(r, stream, data, true))
+            .map(convert::from_wit_recorded)
             .map_err(convert::from_wit_error)
     }
 

@@ -147,7 +147,7 @@ fn run_calls(gate: ImportedGate, conn: Connection, stream: &Stream, lease_ms: u6
     if let Ok(event) = &recorded
         && !taken_over
     {
-        conn.write(&sse::frame(event));
+        conn.write(&sse::recorded(event, &response));
     }
     conn.finish();
     // A recorded terminal already left the stream as a detach would (answered, its events
@@ -225,7 +225,7 @@ impl ToolHost for CallHost<'_> {
                 if conn.is_open() && self.taken_over() {
                     // A resume on another connection follows the stream now: this one ends.
                     conn.finish();
-                } else if conn.is_open() && !conn.write(&sse::frame(&event)) {
+                } else if conn.is_open() && !conn.write(&sse::recorded(&event, &message)) {
                     // The client went away: the stream waits for its GET resume.
                     let _ = self.gate.borrow_mut().detach(&s.session, s.stream, s.attachment);
                 }

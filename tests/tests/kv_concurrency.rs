@@ -123,8 +123,8 @@ fn concurrent_emits_lose_nothing_and_never_share_a_sequence_number(kv: SharedKv)
     let emitted = on_many_instances(&kv, move |t, gate| {
         (0..PER_THREAD)
             .map(|i| {
-                let event = gate.emit("sess-emit", stream, &format!("{t}:{i}")).expect("emit");
-                (event.seq, event.data)
+                let data = format!("{t}:{i}");
+                (gate.emit("sess-emit", stream, &data).expect("emit").seq, data)
             })
             .collect::<Vec<_>>()
     });

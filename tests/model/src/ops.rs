@@ -298,14 +298,14 @@ impl<D: Driver> Run<D> {
                 if let Ok(e) = &r {
                     self.issued.push(e.id.clone());
                 }
-                Outcome::Event(r)
+                Outcome::Event(r.map(|e| e.into_event(*no, data.clone(), false)))
             }
             Call::Terminal(s, no, data) => {
                 let r = d.terminal(s, *no, data);
                 if let Ok(e) = &r {
                     self.issued.push(e.id.clone());
                 }
-                Outcome::Event(r)
+                Outcome::Event(r.map(|e| e.into_event(*no, data.clone(), true)))
             }
             Call::Detach(s, no, a) => Outcome::Unit(d.detach(s, *no, *a)),
             Call::Abort(s, no) => Outcome::Unit(d.abort(s, *no)),
