@@ -64,6 +64,14 @@ mod tests {
     }
 
     #[test]
+    fn a_recorded_event_is_written_from_its_id_and_the_hosts_data() {
+        let event = Recorded { id: "rg1.y".into(), seq: 3 };
+        assert_eq!(recorded(&event, "{\"a\":\n1}"), "id: rg1.y\ndata: {\"a\":\ndata: 1}\n\n");
+        let unnamed = Recorded { id: String::new(), seq: 0 };
+        assert_eq!(recorded(&unnamed, "{}"), "data: {}\n\n", "without the gate: no id line");
+    }
+
+    #[test]
     fn without_the_gate_events_have_no_id_line_and_priming_is_nothing() {
         let plain = |data: &str| Event { id: String::new(), ..event(data, None) };
         assert_eq!(frame(&plain("{}")), "data: {}\n\n");
