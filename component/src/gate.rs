@@ -63,7 +63,7 @@ pub struct Polled {
 }
 
 /// What `emit` or `terminal` recorded: the event's id and sequence number. The host writes
-/// the frame from these and the data it passed in, which the gate keeps without copying.
+/// the frame from these and the data it passed in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recorded {
     pub id: String,
@@ -77,10 +77,9 @@ impl Recorded {
     }
 }
 
-/// An event to append, but its data.
+/// How to append an event's data.
 #[derive(Clone, Copy)]
 struct NewEvent {
-    data_len: usize,
     terminal: bool,
     now: Millis,
     /// Bytes the memory budgets lack for it: the stream's own oldest events make them up.
@@ -518,7 +517,7 @@ impl<S: Store> Gate<S> {
                 self.room_for(event_cost(&data), now, session)?.shortfall
             }
         };
-        let event = NewEvent { data_len: data.len(), terminal, now, shortfall };
+        let event = NewEvent { terminal, now, shortfall };
         let Some(appended) = self.append(session, no, data, &event)? else {
             return Err(match self.store.session_stamp(session)? {
                 None => GateError::UnknownSession,
@@ -550,7 +549,8 @@ impl<S: Store> Gate<S> {
         data: String,
         event: &NewEvent,
     ) -> Result<Option<Appended>, GateError> {
-        let NewEvent { data_len: len, terminal, now, shortfall } = *event;
+        let NewEvent { terminal, now, shortfall } = *event;
+        let len = data.len();
         let (config, signing) = (&self.config, self.key.as_ref());
         let signed = signing.is_some();
         Ok(self.store.append_event(session, no, data, now, &mut |stream, key, data_len| {
