@@ -17,6 +17,7 @@
 //! - [`redis`]: a real Redis-protocol server (valkey-server from PyPI when none is installed).
 //! - [`sdk_hosts`]: the Node and Python packages' example servers (the official SDKs with the
 //!   gate's adapter) as child processes.
+//! - [`workspace`]: a clean copy of the repository, and its documented commands run verbatim.
 
 pub mod drivers;
 pub mod http;
@@ -25,6 +26,7 @@ pub mod processes;
 pub mod python;
 pub mod redis;
 pub mod sdk_hosts;
+pub mod workspace;
 
 pub use resume_gate_model::{held, model, ops};
 

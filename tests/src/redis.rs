@@ -34,8 +34,21 @@ impl RedisServer {
         Self::start_with(false)
     }
 
+    /// A server on `port` (the README's `redis://127.0.0.1:6379`); panics if the port is taken.
+    pub fn start_on(port: u16) -> Self {
+        assert!(
+            TcpListener::bind(("127.0.0.1", port)).is_ok(),
+            "port {port} is taken: stop what listens there"
+        );
+        Self::start_at(port, true)
+    }
+
     fn start_with(persistent: bool) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        Self::start_at(port, persistent)
+    }
+
+    fn start_at(port: u16, persistent: bool) -> Self {
         let dir = tempfile::tempdir().expect("a data directory");
         let mut server = Self { child: None, port, dir, persistent };
         server.spawn();

@@ -82,14 +82,20 @@ pub fn rerun_if_changed(root: &Path, paths: &[&str]) {
 }
 
 impl Wasm<'_> {
-    /// Builds the component and returns the path of its `.wasm`.
+    /// Builds the component under the workspace's target directory (`CARGO_TARGET_DIR`, else
+    /// `<root>/target`) and returns the path of its `.wasm`.
     pub fn build(&self, root: &Path) -> PathBuf {
+        let target_root =
+            std::env::var_os("CARGO_TARGET_DIR").map(PathBuf::from).unwrap_or_else(|| root.join("target"));
+        self.build_in(root, &target_root)
+    }
+
+    /// Builds the component under `target_root/<target_subdir>` and returns the path of its
+    /// `.wasm`.
+    pub fn build_in(&self, root: &Path, target_root: &Path) -> PathBuf {
         let triple = self.target.triple();
         ensure_target(root, triple);
-        let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root.join("target"))
-            .join(self.target_subdir);
+        let target_dir = target_root.join(self.target_subdir);
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let mut cmd = Command::new(cargo);
         cmd.current_dir(root)

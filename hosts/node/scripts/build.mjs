@@ -1,5 +1,5 @@
 /**
- * Builds the gate for Node: asks cargo for the component (`wasm-build`'s `build-gate`, the very
+ * Builds the gate for Node: asks cargo for the component (`cargo run -p wasm-build -- gate-memory`, the very
  * `.wasm` the Rust hosts embed; it installs the Rust target when missing), then transpiles each
  * world with jco into `gen/<world>/`, beside `gen/<world>/component.json` naming the file and
  * its SHA-256. Skips a world whose component did not change.
@@ -27,7 +27,7 @@ const { values: args } = parseArgs({ options: { wasm: { type: "string" }, "wasm-
 /** The component of `world` ("memory" or "kv"), built by cargo unless a path was given. */
 function componentPath(world, given) {
   if (given) return resolve(given);
-  const out = execFileSync("cargo", ["run", "-q", "--locked", "-p", "wasm-build", "--bin", "build-gate", "--", world], {
+  const out = execFileSync("cargo", ["run", "-q", "--locked", "-p", "wasm-build", "--", `gate-${world}`], {
     cwd: root,
     encoding: "utf8",
     stdio: ["ignore", "pipe", "inherit"],
