@@ -117,6 +117,26 @@ impl Guest for Component {
         })
     }
 
+    fn join_stream(
+        session: String,
+        stream: u64,
+        ids: Vec<wit::RequestId>,
+    ) -> Result<Vec<bool>, wit::GateError> {
+        with_gate(|g| g.join_stream(&session, stream, &convert::from_wit_request_ids(ids), now()))
+    }
+
+    fn check_stream(
+        session: String,
+        stream: u64,
+        attachment: u32,
+    ) -> Result<wit::StreamStatus, wit::GateError> {
+        with_gate(|g| g.check_stream(&session, stream, attachment).map(convert::to_wit_stream_status))
+    }
+
+    fn release_stream(session: String, stream: u64) -> Result<(), wit::GateError> {
+        with_gate(|g| g.release_stream(&session, stream))
+    }
+
     fn on_emit(session: String, stream: u64, data: String) -> Result<wit::Recorded, wit::GateError> {
         with_gate(|g| g.emit(&session, stream, data, now()).map(convert::to_wit_recorded))
     }

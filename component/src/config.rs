@@ -6,6 +6,7 @@
 //! the first reconnect is refused.
 
 use crate::error::GateError;
+use crate::stream::Hold;
 
 /// Milliseconds on the host's wall clock; the gate never reads a clock itself.
 pub type Millis = u64;
@@ -33,6 +34,10 @@ pub struct Config {
     /// How long a request's writer holds its stream without an emit or heartbeat; past it a
     /// reconnect replays what was stored and answers the request with the stranded error.
     pub lease_ms: Millis,
+    /// How long a stream may go without a connection before it stops keeping its session and,
+    /// for a call, before the call is given up (the stream aborted, the request stranded);
+    /// `None`: `lease_ms`.
+    pub max_detached_ms: Option<Millis>,
     /// The SSE `retry` hint put on priming events.
     pub retry_ms: Option<u32>,
     /// With a key, every event id carries an HMAC-SHA256 tag and unsigned or altered ids are
@@ -51,6 +56,7 @@ impl Default for Config {
             max_total_bytes: 256 << 20,
             retention_ms: 5 * 60 * 1000,
             lease_ms: Self::DEFAULT_LEASE_MS,
+            max_detached_ms: None,
             retry_ms: Some(1000),
             signing_key: None,
         }
@@ -65,6 +71,16 @@ const MIN_KEY_LEN: usize = 16;
 impl Config {
     /// The default `lease_ms`: long enough for a busy instance, short enough for a client.
     pub const DEFAULT_LEASE_MS: Millis = 10_000;
+
+    /// `max_detached_ms`, or the lease when unset.
+    pub fn max_detached(&self) -> Millis {
+        self.max_detached_ms.unwrap_or(self.lease_ms)
+    }
+
+    /// How long streams keep their session from being reclaimed.
+    pub fn hold(&self) -> Hold {
+        Hold { retention: self.retention_ms, max_detached: self.max_detached() }
+    }
 
     pub fn validate(&self) -> Result<(), GateError> {
         let invalid = |what: &str| Err(GateError::InvalidConfig(what.to_owned()));
@@ -88,6 +104,9 @@ impl Config {
         }
         if self.lease_ms == 0 {
             return invalid("lease-ms must be at least 1");
+        }
+        if self.max_detached_ms == Some(0) {
+            return invalid("max-detached-ms must be at least 1");
         }
         if self.max_total_bytes == 0 {
             return invalid("max-total-bytes must be at least 1");

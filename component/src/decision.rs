@@ -30,7 +30,8 @@ pub enum StaleReason {
     PostNeverResumes,
     /// 7 and 9: the client already holds the stream's final response.
     Completed,
-    /// 7 and 10: the stream was cancelled, kept past retention, or lost events the cursor needs.
+    /// 7 and 10: the stream was cancelled, kept past retention, a call nobody was attached to
+    /// past `max-detached`, or lost events the cursor needs.
     Aborted,
     /// 7: the stream was replaced by a newer standalone stream.
     Superseded,
@@ -81,16 +82,16 @@ pub struct Resumption {
     /// The last event is the terminal one: close the response after writing it.
     pub includes_terminal: bool,
     /// The request's writer is gone (its lease expired): after `events`, the host answers
-    /// this request with the stranded error and closes the response. The stream is aborted.
-    pub stranded: Option<RequestId>,
+    /// these requests with the stranded error and closes the response. The stream is aborted.
+    pub stranded: Vec<RequestId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FreshStart {
     pub reason: StaleReason,
     pub opened: Opened,
-    /// A request the client provably still waits for; the host answers it with an error.
-    pub stranded: Option<RequestId>,
+    /// Requests the client provably still waits for; the host answers each with an error.
+    pub stranded: Vec<RequestId>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,7 +106,7 @@ pub enum Decision {
 pub(crate) enum Verdict<V> {
     /// Replay every buffered event after `after` on `stream`; with `stranded`, the stream's
     /// writer is gone: the stream is aborted after the replay and the request gets the error.
-    Resume { stream: StreamMeta, version: V, after: Seq, stranded: Option<RequestId> },
+    Resume { stream: StreamMeta, version: V, after: Seq, stranded: Vec<RequestId> },
     /// Start a fresh stream. `source` is the cursor's stream where the gate still knows it.
     Fresh { reason: StaleReason, source: Option<Source<V>> },
 }
@@ -117,8 +118,8 @@ pub(crate) struct Source<V> {
     pub version: V,
     /// The state the stream moves to, if it changes.
     pub becomes: Option<StreamState>,
-    /// The request whose final response the client provably lacks.
-    pub stranded: Option<RequestId>,
+    /// The requests whose final response the client provably lacks.
+    pub stranded: Vec<RequestId>,
 }
 
 /// Everything the table looks at besides the stream record.
@@ -129,6 +130,8 @@ pub(crate) struct Reconnect<'a> {
     pub key: Option<&'a SigningKey>,
     pub now: Millis,
     pub retention: Millis,
+    /// `max-detached-ms`: a call nobody was attached to for longer was given up.
+    pub max_detached: Millis,
 }
 
 /// The decision table. `stream_of` loads a stream of this session with its version; it is
@@ -169,16 +172,17 @@ pub(crate) fn decide<V>(
     }
     // The client lacks the final response unless its cursor is at or past the terminal.
     let lacks_final = stream.terminal_seq.is_none_or(|t| id.seq < t);
-    let stranded = lacks_final.then(|| stream.stranded_request()).flatten();
-    // 7. The stream is open, resumable or terminal-sent; one kept too long is aborted.
-    if stream.expired(r.now, r.retention) {
+    let stranded = if lacks_final { stream.stranded_requests() } else { Vec::new() };
+    // 7. The stream is open, resumable or terminal-sent; one kept too long (past retention, or
+    // a call nobody was attached to past `max-detached`) is aborted.
+    if stream.expired(r.now, r.retention) || stream.abandoned(r.now, r.max_detached) {
         return settle(stream, version, Aborted, Some(StreamState::Aborted), stranded);
     }
     match stream.state {
         StreamState::Completed => return fresh(Completed),
         StreamState::Aborted => return settle(stream, version, Aborted, None, stranded),
         // A cancelled request gets no response at all, not even the stranded error.
-        StreamState::Cancelled => return settle(stream, version, Aborted, None, None),
+        StreamState::Cancelled => return settle(stream, version, Aborted, None, Vec::new()),
         StreamState::Superseded => return settle(stream, version, Superseded, None, stranded),
         StreamState::Open | StreamState::Resumable | StreamState::TerminalSent => {}
     }
@@ -188,7 +192,7 @@ pub(crate) fn decide<V>(
     }
     // 9. The cursor is not the terminal event itself: the client already has the result.
     if stream.terminal_seq == Some(id.seq) {
-        return settle(stream, version, Completed, Some(StreamState::Completed), None);
+        return settle(stream, version, Completed, Some(StreamState::Completed), Vec::new());
     }
     // 10. Every event after the cursor is still buffered: never a partial replay.
     if id.seq.saturating_add(1) < stream.first_buffered {
@@ -196,7 +200,7 @@ pub(crate) fn decide<V>(
     }
     // 11. The request's writer still holds its lease; if not, it died with its instance: the
     // client gets what was stored, then the stranded error, never a wait without end.
-    let stranded = if stream.writer_lost(r.now) { stranded } else { None };
+    let stranded = if stream.writer_lost(r.now) { stranded } else { Vec::new() };
     Ok(Verdict::Resume { stream, version, after: id.seq, stranded })
 }
 
@@ -206,7 +210,7 @@ fn settle<V>(
     version: V,
     reason: StaleReason,
     becomes: Option<StreamState>,
-    stranded: Option<RequestId>,
+    stranded: Vec<RequestId>,
 ) -> Result<Verdict<V>, StoreError> {
     Ok(Verdict::Fresh { reason, source: Some(Source { stream, version, becomes, stranded }) })
 }

@@ -5,7 +5,9 @@
 
 use core::fmt;
 
-/// Why a gate operation was refused. Nothing in the gate changed when one is returned.
+/// Why a gate operation was refused. What the operation itself would have done did not
+/// happen; room made for it first (answered buffers freed, an idle session reclaimed) stays
+/// made, and `on-reconnect` documents its one exception.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GateError {
     /// The configuration is unusable (host start-up error).
@@ -25,6 +27,9 @@ pub enum GateError {
     DuplicateRequestId,
     /// A text request id longer than 256 bytes (JSON-RPC error -32600).
     InvalidRequestId,
+    /// A stream answers at most [`MAX_BATCH_REQUESTS`](crate::stream::MAX_BATCH_REQUESTS)
+    /// requests of one batch (JSON-RPC error -32600).
+    BatchTooLarge,
     /// `max-sessions` reached and every session holds work (HTTP 503).
     TooManySessions,
     /// `max-total-bytes` reached and nothing could be freed (HTTP 503).
@@ -46,6 +51,7 @@ impl fmt::Display for GateError {
             Self::NotARequestStream => f.write_str("a standalone stream has no terminal event"),
             Self::DuplicateRequestId => f.write_str("request id already used in this session"),
             Self::InvalidRequestId => f.write_str("request id longer than 256 bytes"),
+            Self::BatchTooLarge => f.write_str("too many requests in one batch"),
             Self::TooManySessions => f.write_str("too many sessions"),
             Self::OverBudget => f.write_str("the gate's memory budget is spent"),
             Self::TooManyStreams => f.write_str("too many streams in this session"),

@@ -13,10 +13,12 @@ use crate::event_id::{EventId, SigningKey};
 use crate::room::Budget;
 use crate::session::{SessionMeta, next_epoch, validate_session_id};
 use crate::store::{
-    EVENT_OVERHEAD, Edit, MAX_ATTEMPTS, MemoryStore, Store, Swept, contention, event_cost, session_cost,
-    stream_cost,
+    EVENT_OVERHEAD, Edit, MAX_ATTEMPTS, MemoryStore, Store, Swept, claim_cost, contention, event_cost,
+    session_cost, stream_cost,
 };
-use crate::stream::{EventRef, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState, StreamSummary};
+use crate::stream::{
+    EventRef, MAX_BATCH_REQUESTS, Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState, StreamSummary,
+};
 
 /// An event for the host to write as one SSE frame (`id:`, optional `retry:`, `data:`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,8 +60,20 @@ pub struct Polled {
     /// gets the verdict).
     pub done: bool,
     /// The request's writer is gone (its lease expired): after `events`, the host answers
-    /// this request with the stranded error and stops following (`done` is set).
-    pub stranded: Option<RequestId>,
+    /// these requests with the stranded error and stops following (`done` is set).
+    pub stranded: Vec<RequestId>,
+}
+
+/// What the writer of a stream asks before it writes to its connection (`stream-status`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamStatus {
+    /// The asking connection is still the stream's: no resume took the stream over and it has
+    /// not ended. Write to it only while this holds.
+    pub attached: bool,
+    /// The stream still takes events: its call runs on (not cancelled, given up or answered).
+    pub running: bool,
+    /// Requests of a batch stream the client cancelled: skip them, answer the others.
+    pub cancelled: Vec<RequestId>,
 }
 
 /// What `emit` or `terminal` recorded: the event's id and sequence number. The host writes
@@ -115,8 +129,9 @@ impl Gate<MemoryStore> {
 }
 
 impl<S: Store> Gate<S> {
-    pub fn new(config: Config, store: S) -> Result<Self, GateError> {
+    pub fn new(config: Config, mut store: S) -> Result<Self, GateError> {
         let key = signing_key(&config)?;
+        store.set_hold(config.hold());
         Ok(Self { config, key, store, counters: Counters::default() })
     }
 
@@ -124,6 +139,7 @@ impl<S: Store> Gate<S> {
     /// makes every id minted under the old one `forged`.
     pub fn configure(&mut self, config: Config) -> Result<(), GateError> {
         let key = signing_key(&config)?;
+        self.store.set_hold(config.hold());
         self.config = config;
         self.key = key;
         Ok(())
@@ -179,6 +195,125 @@ impl<S: Store> Gate<S> {
         self.counted(r)
     }
 
+    fn join_stream_in(
+        &mut self,
+        session: &SessionMeta,
+        no: StreamNo,
+        ids: &[RequestId],
+        now: Millis,
+    ) -> Result<Vec<bool>, GateError> {
+        let (stream, _) = self.stream(session, no)?.ok_or(GateError::UnknownStream)?;
+        if stream.origin.request_id().is_none() {
+            return Err(GateError::NotARequestStream);
+        }
+        if !stream.state.takes_events() {
+            return Err(GateError::StreamFinished);
+        }
+        if stream.batch.len().saturating_add(ids.len()) >= MAX_BATCH_REQUESTS {
+            return Err(GateError::BatchTooLarge);
+        }
+        let cost: u64 = ids.iter().map(claim_cost).sum();
+        if self.room_for(cost, now, &session.id)?.shortfall > 0 {
+            return Err(GateError::OverBudget);
+        }
+        let mut claimed = Vec::with_capacity(ids.len());
+        for id in ids {
+            claimed.push(self.store.claim_request(&session.id, id)?);
+        }
+        let joined: Vec<RequestId> =
+            ids.iter().zip(&claimed).filter(|(_, c)| **c).map(|(id, _)| id.clone()).collect();
+        if joined.is_empty() {
+            return Ok(claimed);
+        }
+        self.retry(|g| {
+            let Some((mut stream, version)) = g.stream(session, no)? else {
+                return Err(GateError::UnknownStream);
+            };
+            // Joined by an earlier attempt whose save committed but answered `cas-failed`.
+            if stream.batch.ends_with(&joined) {
+                return Ok(Some(()));
+            }
+            stream.batch.extend(joined.iter().cloned());
+            if g.store.save_stream(&session.id, &stream, version)? {
+                return Ok(Some(()));
+            }
+            Ok(None)
+        })?;
+        Ok(claimed)
+    }
+
+    fn release_stream_inner(&mut self, session: &str, no: StreamNo) -> Result<(), GateError> {
+        let (s, _) = self.session(session)?;
+        let (stream, _) = self.stream(&s, no)?.ok_or(GateError::UnknownStream)?;
+        if stream.origin.request_id().is_none() {
+            return Err(GateError::NotARequestStream);
+        }
+        if stream.last_seq > 0 || !stream.state.takes_events() {
+            return Err(GateError::StreamFinished);
+        }
+        self.retry(|g| {
+            let (mut s, version) = g.session(session)?;
+            if !s.streams.contains(&no) {
+                return Ok(Some(()));
+            }
+            s.streams.retain(|n| *n != no);
+            if g.store.save_session(&s, version)? {
+                return Ok(Some(()));
+            }
+            Ok(None)
+        })?;
+        self.store.remove_stream(session, &stream)?;
+        Ok(())
+    }
+
+    /// Adds the further requests of a 2025-03-26 batch to the request stream `stream` answers
+    /// (opened for the batch's first request): claims each id in order, before any of them
+    /// runs. `false` for an id already held in the session (earlier in the batch, or by
+    /// another request): that request gets `-32600` and runs nothing.
+    pub fn join_stream(
+        &mut self,
+        session: &str,
+        stream: StreamNo,
+        ids: &[RequestId],
+        now: Millis,
+    ) -> Result<Vec<bool>, GateError> {
+        let r = ids
+            .iter()
+            .try_for_each(RequestId::validate)
+            .and_then(|()| self.session(session))
+            .and_then(|(s, _)| self.join_stream_in(&s, stream, ids, now));
+        self.counted(r)
+    }
+
+    /// Whether the connection attached as `attachment` is still the stream's, whether the
+    /// stream still takes events, and which of its batch's requests were cancelled: what the
+    /// writer of a stream asks before it writes (it may run in another instance than the
+    /// resume that took the stream over, or the cancel). Changes nothing.
+    pub fn check_stream(
+        &mut self,
+        session: &str,
+        stream: StreamNo,
+        attachment: u32,
+    ) -> Result<StreamStatus, GateError> {
+        let r = self.session(session).and_then(|(s, _)| {
+            let (st, _) = self.stream(&s, stream)?.ok_or(GateError::UnknownStream)?;
+            Ok(StreamStatus {
+                attached: st.state.is_live() && st.attachment == attachment,
+                running: st.state.takes_events(),
+                cancelled: st.cancelled,
+            })
+        });
+        self.counted(r)
+    }
+
+    /// Forgets a request stream whose request was refused before it ran (the host answered it
+    /// with an HTTP error): its record and its request ids' claims go, so a corrected retry
+    /// may use the ids again. Only a stream that recorded nothing; else `stream-finished`.
+    pub fn release_stream(&mut self, session: &str, stream: StreamNo) -> Result<(), GateError> {
+        let r = self.release_stream_inner(session, stream);
+        self.counted(r)
+    }
+
     /// Records an event on a stream and returns its id.
     pub fn emit(
         &mut self,
@@ -222,8 +357,9 @@ impl<S: Store> Gate<S> {
         self.counted(r)
     }
 
-    /// Aborts the stream of a JSON-RPC request (`notifications/cancelled`); `false` when the
-    /// session has no live stream for that request.
+    /// Cancels a JSON-RPC request (`notifications/cancelled`): its stream, or, in a batch
+    /// stream, that request alone (the stream ends once each of its requests is cancelled).
+    /// `false` when no live stream of the session answers that request.
     pub fn abort_request(&mut self, session: &str, id: &RequestId) -> Result<bool, GateError> {
         let r = self.abort_request_inner(session, id);
         self.counted(r)
@@ -557,7 +693,7 @@ impl<S: Store> Gate<S> {
             if terminal && stream.origin == Origin::Standalone {
                 return Edit::Keep(Appended::Refused(GateError::NotARequestStream));
             }
-            if stream.expired(now, config.retention_ms) {
+            if stream.expired(now, config.retention_ms) || stream.abandoned(now, config.max_detached()) {
                 return Edit::Save(Appended::Expired(stream.finish(StreamState::Aborted)));
             }
             if !stream.state.takes_events() {
@@ -570,6 +706,7 @@ impl<S: Store> Gate<S> {
             stream.last_active = now;
             stream.lease_until = now.saturating_add(config.lease_ms);
             if terminal {
+                stream.delivered = stream.state == StreamState::Open;
                 stream.state = StreamState::TerminalSent;
                 stream.terminal_seq = Some(seq);
             }
@@ -613,6 +750,7 @@ impl<S: Store> Gate<S> {
             }
             if stream.state == StreamState::Open {
                 stream.state = StreamState::Resumable;
+                stream.detached_at = Some(now);
             }
             stream.last_active = now;
             if g.store.save_stream(session, &stream, version)? {
@@ -633,12 +771,30 @@ impl<S: Store> Gate<S> {
 
     fn abort_request_inner(&mut self, session: &str, id: &RequestId) -> Result<bool, GateError> {
         let (s, _) = self.session(session)?;
-        for stream in self.streams_of(&s)? {
-            if stream.origin.request_id() == Some(id) {
-                return self.end_stream(&s, stream.no, StreamState::Cancelled);
+        let Some(no) =
+            self.streams_of(&s)?.into_iter().find(|st| st.requests().any(|r| r == id)).map(|st| st.no)
+        else {
+            return Ok(false);
+        };
+        self.retry(|g| {
+            let Some((mut stream, version)) = g.stream(&s, no)? else { return Ok(Some(false)) };
+            if !stream.state.is_live() {
+                return Ok(Some(false));
             }
-        }
-        Ok(false)
+            if !stream.cancelled.contains(id) {
+                stream.cancelled.push(id.clone());
+            }
+            // One request, or every request of a batch, cancelled: the stream ends.
+            if stream.requests().all(|r| stream.cancelled.contains(r)) {
+                let freed = stream.finish(StreamState::Cancelled);
+                if g.store.save_stream(&s.id, &stream, version)? {
+                    g.store.delete_events(&s.id, no, &freed)?;
+                    return Ok(Some(true));
+                }
+                return Ok(None);
+            }
+            Ok(g.store.save_stream(&s.id, &stream, version)?.then_some(true))
+        })
     }
 
     /// The data of the buffered events after `after`, as events to write.
@@ -685,12 +841,12 @@ impl<S: Store> Gate<S> {
                 || !stream.state.is_live()
                 || after.saturating_add(1) < stream.first_buffered
             {
-                return Ok(Some(Polled { events: Vec::new(), done: true, stranded: None }));
+                return Ok(Some(Polled { events: Vec::new(), done: true, stranded: Vec::new() }));
             }
             // Data missing under a listed key means the record moved on since the load.
             if let Some(events) = g.replay(&s, &stream, after)? {
-                let stranded = stream.writer_lost(now).then(|| stream.stranded_request()).flatten();
-                let done = stranded.is_some()
+                let stranded = if stream.writer_lost(now) { stream.stranded_requests() } else { Vec::new() };
+                let done = !stranded.is_empty()
                     || stream.terminal_seq.is_some() && events.last().is_none_or(|e| e.terminal);
                 return Ok(Some(Polled { events, done, stranded }));
             }
@@ -704,6 +860,17 @@ impl<S: Store> Gate<S> {
             let Some((mut stream, version)) = g.stream(&s, no)? else {
                 return Err(GateError::UnknownStream);
             };
+            if stream.abandoned(now, g.config.max_detached()) {
+                // Nobody came back for the call in time: it is given up, and a later reconnect
+                // gets the stranded error.
+                let freed = stream.finish(StreamState::Aborted);
+                if g.store.save_stream(session, &stream, version)? {
+                    g.store.delete_events(session, no, &freed)?;
+                    g.counters.expired_streams += 1;
+                    return Err(GateError::StreamFinished);
+                }
+                return Ok(None);
+            }
             if !stream.state.takes_events() {
                 return Err(GateError::StreamFinished);
             }
@@ -731,6 +898,7 @@ impl<S: Store> Gate<S> {
                 key: g.key.as_ref(),
                 now,
                 retention: g.config.retention_ms,
+                max_detached: g.config.max_detached(),
             };
             let store = &mut g.store;
             match decide(&reconnect, |no| store.stream(session, no))? {
@@ -739,11 +907,14 @@ impl<S: Store> Gate<S> {
                     stream.attachment = stream.attachment.wrapping_add(1);
                     if stream.state == StreamState::Resumable {
                         stream.state = StreamState::Open;
+                        stream.detached_at = None;
                     }
+                    // The replay ends with the terminal: this connection gets the result.
+                    stream.delivered |= stream.terminal_seq.is_some();
                     stream.last_active = now;
                     // The writer is gone: what it stored is replayed, and the stream ends here.
                     let freed =
-                        if stranded.is_some() { stream.finish(StreamState::Aborted) } else { Vec::new() };
+                        if stranded.is_empty() { Vec::new() } else { stream.finish(StreamState::Aborted) };
                     if !g.store.save_stream(session, &stream, version)? {
                         return Ok(None);
                     }
@@ -765,7 +936,7 @@ impl<S: Store> Gate<S> {
                     if g.room_for(stream_cost(&origin), now, session)?.shortfall > 0 {
                         return Err(GateError::OverBudget);
                     }
-                    let mut stranded = None;
+                    let mut stranded = Vec::new();
                     if let Some(mut source) = source {
                         if let Some(state) = source.becomes {
                             let freed = source.stream.finish(state);

@@ -74,7 +74,7 @@ use crate::config::Millis;
 use crate::error::StoreError;
 use crate::session::SessionMeta;
 use crate::store::{AppendEdit, Edit, MAX_ATTEMPTS, Store, Swept, contention, holds_no_work};
-use crate::stream::{DataKey, EventRef, RequestId, Seq, StreamMeta, StreamNo};
+use crate::stream::{DataKey, EventRef, Hold, RequestId, Seq, StreamMeta, StreamNo};
 
 /// The operations of `wasi:keyvalue/store` and `wasi:keyvalue/atomics` the gate needs.
 pub trait Kv {
@@ -95,7 +95,10 @@ pub trait Kv {
 }
 
 /// A record's first byte: a record, or a tombstone (a removed record, with its writers).
-const RECORD: u8 = 2;
+const RECORD: u8 = 3;
+/// Records written before stream heads named batches, detachment and delivery: read as gone
+/// (a session of that format is unknown, its client starts over).
+const RECORD_BEFORE_BATCHES: u8 = 2;
 const TOMBSTONE: u8 = 0;
 /// Tokens of a record's latest writers kept in it (see the module docs).
 const WRITERS_KEPT: usize = 8;
@@ -124,6 +127,8 @@ pub struct KvStore<K: Kv> {
     numbering: Vec<(String, StreamNo, u64)>,
     /// Blocks of data numbers handed out: each starts a stream's numbering afresh.
     blocks: u64,
+    /// How long streams keep their session, for admission (`Store::set_hold`).
+    hold: Hold,
 }
 
 /// Streams whose numbering an instance remembers; another one starts a fresh block (a new
@@ -149,7 +154,7 @@ impl<K: Kv> KvStore<K> {
     /// `seed` should be random per instance: it names the instance as an events' writer and
     /// starts its write tokens, so two instances never pick the same key or token.
     pub fn new(kv: K, seed: u64) -> Self {
-        Self { kv, seed, writes: 0, numbering: Vec::new(), blocks: 0 }
+        Self { kv, seed, writes: 0, numbering: Vec::new(), blocks: 0, hold: crate::Config::default().hold() }
     }
 
     /// A key for the data of this instance's next event on the stream: numbered on from its
@@ -269,12 +274,7 @@ impl<K: Kv> KvStore<K> {
         Ok(())
     }
 
-    fn holds_no_work(
-        &mut self,
-        session: &SessionMeta,
-        now: Millis,
-        retention: Millis,
-    ) -> Result<bool, StoreError> {
+    fn holds_no_work(&mut self, session: &SessionMeta, now: Millis) -> Result<bool, StoreError> {
         let mut streams = Vec::with_capacity(session.streams.len());
         for no in &session.streams {
             if let Some((st, _)) = self.load::<StreamMeta>(&stream_key(&session.id, *no))?
@@ -283,8 +283,7 @@ impl<K: Kv> KvStore<K> {
                 streams.push(st);
             }
         }
-        let touched = streams.iter().map(|st| st.last_active).fold(session.last_active, Millis::max);
-        Ok(holds_no_work(&streams, touched, now, retention))
+        Ok(holds_no_work(&streams, now, self.hold))
     }
 
     /// The compare-and-swap loop of `append_event`, its data stored under `key`; the result,
@@ -338,7 +337,7 @@ impl<K: Kv> KvStore<K> {
     fn drop_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
         let events: Vec<EventRef> = meta.buffered_after(0).collect();
         self.delete_events(session, meta.no, &events)?;
-        if let Some(id) = meta.origin.request_id() {
+        for id in meta.requests() {
             self.kv.delete(&claim_key(session, id))?;
         }
         self.kv.delete(&stream_key(session, meta.no))
@@ -385,7 +384,7 @@ fn decode<T: DeserializeOwned>(key: &str, value: Option<&[u8]>) -> Result<(Optio
     let stamp = stamp_of(value);
     let unreadable = |why: String| StoreError(format!("{key}: unreadable record: {why}"));
     match value.first() {
-        None | Some(&TOMBSTONE) => Ok((None, stamp)),
+        None | Some(&TOMBSTONE) | Some(&RECORD_BEFORE_BATCHES) => Ok((None, stamp)),
         Some(&RECORD) => {
             let body = value
                 .get(HEADER + 16 * stamp.writers.len()..)
@@ -556,12 +555,11 @@ impl<K: Kv> Store for KvStore<K> {
 
     /// From the admission queue (see the module docs): the first of at most
     /// `ADMISSION_PROBES` queued sessions that holds no work.
-    fn idlest_session(
-        &mut self,
-        now: Millis,
-        retention: Millis,
-        except: &str,
-    ) -> Result<Option<String>, StoreError> {
+    fn set_hold(&mut self, hold: Hold) {
+        self.hold = hold;
+    }
+
+    fn idlest_session(&mut self, now: Millis, except: &str) -> Result<Option<String>, StoreError> {
         for _ in 0..ADMISSION_PROBES {
             let Some(taken) = self.dequeue()? else { return Ok(None) };
             let Some(id) = taken else { continue };
@@ -569,7 +567,7 @@ impl<K: Kv> Store for KvStore<K> {
                 self.kv.delete(&slot_key(&id))?;
                 continue;
             };
-            if id != except && self.holds_no_work(&session, now, retention)? {
+            if id != except && self.holds_no_work(&session, now)? {
                 return Ok(Some(id));
             }
             self.enqueue(&id)?;

@@ -43,7 +43,9 @@ pub use config::{Config, Millis};
 pub use counters::Counters;
 pub use decision::{Decision, FreshStart, Resumption, StaleReason};
 pub use error::{GateError, StoreError};
-pub use gate::{Event, Gate, Opened, Polled, Recorded, SessionInfo};
+pub use gate::{Event, Gate, Opened, Polled, Recorded, SessionInfo, StreamStatus};
 pub use session::{MAX_SESSION_ID_LEN, validate_session_id};
 pub use store::{MemoryStats, MemoryStore, Store, Swept};
-pub use stream::{EventRef, MAX_REQUEST_ID_LEN, Origin, RequestId, Seq, StreamNo, StreamState};
+pub use stream::{
+    EventRef, Hold, MAX_BATCH_REQUESTS, MAX_REQUEST_ID_LEN, Origin, RequestId, Seq, StreamNo, StreamState,
+};

@@ -37,8 +37,7 @@ impl<S: Store> Gate<S> {
         now: Millis,
         except: &str,
     ) -> Result<Option<String>, GateError> {
-        let retention = self.config.retention_ms;
-        let Some(id) = self.store.idlest_session(now, retention, except)? else { return Ok(None) };
+        let Some(id) = self.store.idlest_session(now, except)? else { return Ok(None) };
         let Some((victim, _)) = self.store.session(&id)? else { return Ok(None) };
         self.store.remove_session(&victim)?;
         self.counters.reclaimed_sessions += 1;

@@ -15,7 +15,7 @@
 //!
 //! A store only holds what it is given; every bound is enforced by the gate.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 // Seeded per process like std's maps, and several times faster on short keys.
 use foldhash::{HashMap, HashSet, HashSetExt};
@@ -25,7 +25,7 @@ use crate::error::StoreError;
 use crate::event_id::SessionTag;
 use crate::session::SessionMeta;
 use crate::stream::{
-    DataKey, EventRef, RequestId, Seq, StreamMeta, StreamNo, StreamState, StreamSummary, Writer,
+    DataKey, EventRef, Hold, RequestId, Seq, StreamMeta, StreamNo, StreamState, StreamSummary, Writer,
 };
 
 pub trait Store {
@@ -45,16 +45,14 @@ pub trait Store {
     /// Removes the session, its counters and every stream it lists, with their events.
     fn remove_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError>;
     fn session_count(&mut self) -> Result<u64, StoreError>;
+    /// How long streams keep their session (see [`StreamMeta::holds_until`]): the gate sets it
+    /// from its configuration before any other call and on every `configure`.
+    fn set_hold(&mut self, hold: Hold);
     /// A session that holds no work at `now` (see [`holds_no_work`]), the one idle longest
     /// (ties broken by id; a store without an ordered index may approximate the order, never
     /// the check): admission and the memory budget remove it as nominated. Called only when a
     /// bound is reached. `except` is never nominated (the session an operation works in).
-    fn idlest_session(
-        &mut self,
-        now: Millis,
-        retention: Millis,
-        except: &str,
-    ) -> Result<Option<String>, StoreError>;
+    fn idlest_session(&mut self, now: Millis, except: &str) -> Result<Option<String>, StoreError>;
     /// Bytes the store holds in all (as counted against `max-total-bytes`), or for one
     /// session (`max-bytes-per-session`); `None` when the store does not count them (its
     /// backend bounds itself).
@@ -172,22 +170,12 @@ pub(crate) fn contention() -> StoreError {
     StoreError(format!("record still contended after {MAX_ATTEMPTS} attempts"))
 }
 
-/// Whether a session with these streams may be reclaimed at `now`: no stream has a live
-/// connection (a call whose writer let its lease pass has none: it died with its instance),
-/// and every stream a client may still resume (an unfinished call, a result not yet
-/// acknowledged) expired. `touched` is the session's latest activity.
-pub fn holds_no_work<'a>(
-    streams: impl IntoIterator<Item = &'a StreamMeta>,
-    touched: Millis,
-    now: Millis,
-    retention: Millis,
-) -> bool {
-    let (mut open, mut pending) = (false, false);
-    for st in streams {
-        open |= st.state == StreamState::Open && !st.writer_lost(now);
-        pending |= st.state.is_live();
-    }
-    !open && (!pending || now.saturating_sub(touched) > retention)
+/// Whether a session with these streams may be reclaimed at `now`: none of them holds it any
+/// more (see [`StreamMeta::holds_until`]: a connection attached, a call whose writer holds its
+/// lease, a detached stream within `max-detached`, an answer nobody was attached to receive
+/// within retention). A result written in full holds nothing.
+pub fn holds_no_work<'a>(streams: impl IntoIterator<Item = &'a StreamMeta>, now: Millis, hold: Hold) -> bool {
+    streams.into_iter().all(|st| st.holds_until(hold) < now)
 }
 
 /// What a new session, stream or event adds to the memory store's count: what the gate asks
@@ -199,6 +187,11 @@ pub(crate) fn session_cost(id: &str) -> u64 {
 pub(crate) fn stream_cost(origin: &crate::stream::Origin) -> u64 {
     let id = origin.request_id().map_or(0, request_id_bytes);
     STREAM_RECORD_BYTES + CLAIM_RECORD_BYTES + INDEX_SLOT_BYTES + 2 * id
+}
+
+/// What one more request of a batch adds: its claim, and its id in the stream record.
+pub(crate) fn claim_cost(id: &RequestId) -> u64 {
+    CLAIM_RECORD_BYTES + INDEX_SLOT_BYTES + 2 * request_id_bytes(id)
 }
 
 pub(crate) fn event_cost(data: &str) -> u64 {
@@ -220,16 +213,17 @@ const INDEX_SLOT_BYTES: u64 = 16;
 /// State in the instance's own memory: one owner, so every save succeeds.
 ///
 /// Besides the records it keeps two ordered indexes, so that admission and the memory budget
-/// find what to reclaim in O(log n) without a walk: sessions by latest activity (those with a
-/// live connection are not indexed), and answered streams that still buffer events. It also
-/// counts the bytes it holds.
-#[derive(Default, Debug)]
+/// find what to reclaim in O(log n) without a walk: sessions by when their streams stop
+/// holding them, then by latest activity (those with a connection attached are not indexed),
+/// and answered streams that still buffer events. It also counts the bytes it holds.
+#[derive(Debug)]
 pub struct MemoryStore {
     sessions: HashMap<String, SessionEntry>,
-    /// Sessions without an open stream, by (latest activity, id); `pending` ones still have
-    /// streams a client may resume until retention passes.
-    idle: BTreeSet<(Millis, String)>,
-    pending: BTreeSet<(Millis, String)>,
+    /// Sessions without an open stream, by (held until, latest activity, serial): those held
+    /// by nothing first, idle longest first. (The answered index's map type: one copy of the
+    /// B-tree code in the component.)
+    reclaimable: BTreeMap<(Millis, Millis, u64), String>,
+    hold: Hold,
     answered: AnsweredIndex,
     bytes: u64,
     /// The serial number the next session gets.
@@ -244,9 +238,11 @@ struct SessionEntry {
     serial: u64,
     claims: HashSet<RequestId>,
     streams: BTreeMap<StreamNo, StreamEntry>,
-    /// Streams in state `Open`, and in `Resumable` or `TerminalSent`.
+    /// Streams in state `Open`: a connection is attached.
     open: u32,
-    live: u32,
+    /// Until when each other stream that does holds the session, as (time, stream): a few per
+    /// session (`max-streams-per-session`), so a list.
+    holds: Vec<(Millis, StreamNo)>,
     /// Latest activity of the session or any of its streams.
     touched: Millis,
     bytes: u64,
@@ -309,33 +305,46 @@ impl EventData {
     }
 }
 
-/// An ordered index of sessions by latest activity.
-type ByActivity = BTreeSet<(Millis, String)>;
+/// Where a session sits in the reclaim index: `(held until, latest activity)`, or `None` while
+/// a connection is attached.
+type Slot = Option<(Millis, Millis)>;
 
-/// Where a session sits in the indexes.
+/// What a stream contributes to its session's slot: attached, or held until when (0: not).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Slot {
-    Idle(Millis),
-    Pending(Millis),
-    Busy,
+struct Holding {
+    open: bool,
+    until: Millis,
+}
+
+impl Holding {
+    fn of(meta: &StreamMeta, hold: Hold) -> Self {
+        let open = meta.state == StreamState::Open;
+        Self { open, until: if open { 0 } else { meta.holds_until(hold) } }
+    }
 }
 
 impl SessionEntry {
     fn slot(&self) -> Slot {
-        match (self.open, self.live) {
-            (0, 0) => Slot::Idle(self.touched),
-            (0, _) => Slot::Pending(self.touched),
-            _ => Slot::Busy,
-        }
+        let held = self.holds.iter().map(|(t, _)| *t).max().unwrap_or(0);
+        (self.open == 0).then_some((held, self.touched))
     }
 
-    fn count(&mut self, state: StreamState, by: i32) {
-        let add = |n: &mut u32| *n = n.saturating_add_signed(by);
-        if state == StreamState::Open {
-            add(&mut self.open);
+    /// Stream `no` holds the session as `to` now, not as `from`.
+    fn track(&mut self, no: StreamNo, from: Option<Holding>, to: Option<Holding>) {
+        if from == to {
+            return;
         }
-        if state.is_live() && state != StreamState::Open {
-            add(&mut self.live);
+        if let Some(h) = from {
+            self.open = self.open.saturating_sub(u32::from(h.open));
+            if let Some(i) = self.holds.iter().position(|held| *held == (h.until, no)) {
+                self.holds.swap_remove(i);
+            }
+        }
+        if let Some(h) = to {
+            self.open = self.open.saturating_add(u32::from(h.open));
+            if h.until > 0 {
+                self.holds.push((h.until, no));
+            }
         }
     }
 
@@ -346,8 +355,10 @@ impl SessionEntry {
 }
 
 fn stream_record_bytes(meta: &StreamMeta) -> u64 {
-    let id = meta.origin.request_id().map_or(0, request_id_bytes);
-    STREAM_RECORD_BYTES + id + INDEX_SLOT_BYTES * meta.buffered()
+    let origin = meta.origin.request_id().map_or(0, request_id_bytes);
+    let batch: u64 =
+        meta.batch.iter().chain(&meta.cancelled).map(|id| request_id_bytes(id) + INDEX_SLOT_BYTES).sum();
+    STREAM_RECORD_BYTES + origin + batch + INDEX_SLOT_BYTES * meta.buffered()
 }
 
 fn request_id_bytes(id: &RequestId) -> u64 {
@@ -412,6 +423,19 @@ pub struct MemoryStats {
     pub most_held_by_a_session: u64,
 }
 
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            sessions: HashMap::default(),
+            reclaimable: BTreeMap::new(),
+            hold: crate::Config::default().hold(),
+            answered: AnsweredIndex::default(),
+            bytes: 0,
+            next_serial: 0,
+        }
+    }
+}
+
 impl MemoryStore {
     pub fn new() -> Self {
         Self::default()
@@ -445,52 +469,33 @@ impl MemoryStore {
     fn update<R>(
         &mut self,
         id: &str,
-        change: impl FnOnce(&mut SessionEntry, &mut u64, &mut AnsweredIndex) -> R,
+        change: impl FnOnce(&mut SessionEntry, &mut u64, &mut AnsweredIndex, Hold) -> R,
     ) -> Result<R, StoreError> {
         let entry = self.sessions.get_mut(id).ok_or_else(|| StoreError("no such session".into()))?;
         let before = entry.slot();
-        let r = change(entry, &mut self.bytes, &mut self.answered);
+        let r = change(entry, &mut self.bytes, &mut self.answered, self.hold);
         let after = entry.slot();
-        if before != after {
-            Self::unindex(&mut self.idle, &mut self.pending, id, before);
-            Self::index(&mut self.idle, &mut self.pending, id, after);
-        }
+        let serial = entry.serial;
+        Self::reindex(&mut self.reclaimable, id, serial, before, after);
         Ok(r)
     }
 
-    /// The index a session in `slot` belongs in, and its key there.
-    fn index_of<'a>(
-        idle: &'a mut ByActivity,
-        pending: &'a mut ByActivity,
+    /// Moves a session in the reclaim index from `before` to `after`.
+    fn reindex(
+        index: &mut BTreeMap<(Millis, Millis, u64), String>,
         id: &str,
-        slot: Slot,
-    ) -> Option<(&'a mut ByActivity, (Millis, String))> {
-        match slot {
-            Slot::Idle(t) => Some((idle, (t, id.to_owned()))),
-            Slot::Pending(t) => Some((pending, (t, id.to_owned()))),
-            Slot::Busy => None,
-        }
-    }
-
-    fn index(
-        idle: &mut BTreeSet<(Millis, String)>,
-        pending: &mut BTreeSet<(Millis, String)>,
-        id: &str,
-        slot: Slot,
+        serial: u64,
+        before: Slot,
+        after: Slot,
     ) {
-        if let Some((set, key)) = Self::index_of(idle, pending, id, slot) {
-            set.insert(key);
+        if before == after {
+            return;
         }
-    }
-
-    fn unindex(
-        idle: &mut BTreeSet<(Millis, String)>,
-        pending: &mut BTreeSet<(Millis, String)>,
-        id: &str,
-        slot: Slot,
-    ) {
-        if let Some((set, key)) = Self::index_of(idle, pending, id, slot) {
-            set.remove(&key);
+        if let Some((held, touched)) = before {
+            index.remove(&(held, touched, serial));
+        }
+        if let Some((held, touched)) = after {
+            index.insert((held, touched, serial), id.to_owned());
         }
     }
 }
@@ -510,7 +515,8 @@ impl MemoryStore {
     ) -> Option<R> {
         let entry = self.sessions.get_mut(session)?;
         let stream = entry.streams.get_mut(&no)?;
-        let (state, bytes) = (stream.meta.state, stream_record_bytes(&stream.meta));
+        let hold = self.hold;
+        let (holding, bytes) = (Holding::of(&stream.meta, hold), stream_record_bytes(&stream.meta));
         let answered = AnsweredIndex::key(entry.serial, &stream.meta);
         let (r, added) = match edit(stream) {
             Edit::Keep(r) => return Some(r),
@@ -522,17 +528,14 @@ impl MemoryStore {
         };
         let meta = &stream.meta;
         self.answered.moved(session, answered, AnsweredIndex::key(entry.serial, meta));
-        let (now_state, now_bytes, active) = (meta.state, stream_record_bytes(meta), meta.last_active);
+        let (now_holding, now_bytes, active) =
+            (Holding::of(meta, hold), stream_record_bytes(meta), meta.last_active);
         let before = entry.slot();
-        entry.count(state, -1);
-        entry.count(now_state, 1);
+        entry.track(no, Some(holding), Some(now_holding));
         entry.touched = entry.touched.max(active);
         entry.charge(&mut self.bytes, now_bytes + added, bytes);
         let after = entry.slot();
-        if before != after {
-            Self::unindex(&mut self.idle, &mut self.pending, session, before);
-            Self::index(&mut self.idle, &mut self.pending, session, after);
-        }
+        Self::reindex(&mut self.reclaimable, session, entry.serial, before, after);
         Some(r)
     }
 }
@@ -557,11 +560,11 @@ impl Store for MemoryStore {
             claims: HashSet::new(),
             streams: BTreeMap::new(),
             open: 0,
-            live: 0,
+            holds: Vec::new(),
             touched: meta.last_active,
             bytes,
         };
-        Self::index(&mut self.idle, &mut self.pending, &meta.id, entry.slot());
+        Self::reindex(&mut self.reclaimable, &meta.id, entry.serial, None, entry.slot());
         self.bytes += bytes;
         self.next_serial += 1;
         self.sessions.insert(meta.id.clone(), entry);
@@ -569,7 +572,7 @@ impl Store for MemoryStore {
     }
 
     fn save_session(&mut self, meta: &SessionMeta, (): ()) -> Result<bool, StoreError> {
-        self.update(&meta.id, |entry, total, _| {
+        self.update(&meta.id, |entry, total, _, _| {
             let slots = |m: &SessionMeta| INDEX_SLOT_BYTES * m.streams.len() as u64;
             entry.charge(total, slots(meta), slots(&entry.meta));
             entry.touched = entry.touched.max(meta.last_active);
@@ -580,7 +583,7 @@ impl Store for MemoryStore {
 
     fn remove_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
         if let Some(entry) = self.sessions.remove(&meta.id) {
-            Self::unindex(&mut self.idle, &mut self.pending, &meta.id, entry.slot());
+            Self::reindex(&mut self.reclaimable, &meta.id, entry.serial, entry.slot(), None);
             for stream in entry.streams.values() {
                 self.answered.moved(&meta.id, AnsweredIndex::key(entry.serial, &stream.meta), None);
             }
@@ -593,23 +596,15 @@ impl Store for MemoryStore {
         Ok(self.sessions.len() as u64)
     }
 
-    fn idlest_session(
-        &mut self,
-        now: Millis,
-        retention: Millis,
-        except: &str,
-    ) -> Result<Option<String>, StoreError> {
-        let idle = self.idle.iter().find(|(_, id)| id != except);
-        let expired = self
-            .pending
-            .iter()
-            .take_while(|(t, _)| now.saturating_sub(*t) > retention)
-            .find(|(_, id)| id != except);
-        let oldest = match (idle, expired) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        Ok(oldest.map(|(_, id)| id.clone()))
+    fn set_hold(&mut self, hold: Hold) {
+        self.hold = hold;
+    }
+
+    fn idlest_session(&mut self, now: Millis, except: &str) -> Result<Option<String>, StoreError> {
+        // Held by nothing first, idle longest first; then the hold that ended earliest.
+        let found =
+            self.reclaimable.iter().take_while(|((held, _, _), _)| *held < now).find(|(_, id)| *id != except);
+        Ok(found.map(|(_, id)| id.clone()))
     }
 
     fn bytes_held(&mut self, session: Option<&str>) -> Result<Option<u64>, StoreError> {
@@ -638,14 +633,14 @@ impl Store for MemoryStore {
     }
 
     fn allocate_stream_no(&mut self, session: &str) -> Result<StreamNo, StoreError> {
-        self.update(session, |entry, _, _| {
+        self.update(session, |entry, _, _, _| {
             entry.last_stream_no = entry.last_stream_no.saturating_add(1);
             entry.last_stream_no
         })
     }
 
     fn claim_request(&mut self, session: &str, id: &RequestId) -> Result<bool, StoreError> {
-        self.update(session, |entry, total, _| {
+        self.update(session, |entry, total, _, _| {
             let claimed = entry.claims.insert(id.clone());
             if claimed {
                 entry.charge(total, CLAIM_RECORD_BYTES + request_id_bytes(id), 0);
@@ -684,20 +679,18 @@ impl Store for MemoryStore {
     }
 
     fn create_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
-        self.update(session, |entry, total, answered| {
-            entry.count(meta.state, 1);
+        self.update(session, |entry, total, answered, hold| {
             entry.touched = entry.touched.max(meta.last_active);
             entry.charge(total, stream_record_bytes(meta), 0);
             answered.moved(session, None, AnsweredIndex::key(entry.serial, meta));
             let stream = StreamEntry { meta: meta.clone(), data: EventData::default() };
-            if let Some(old) = entry.streams.insert(meta.no, stream) {
-                entry.count(old.meta.state, -1);
-            }
+            let old = entry.streams.insert(meta.no, stream).map(|old| Holding::of(&old.meta, hold));
+            entry.track(meta.no, old, Some(Holding::of(meta, hold)));
         })
     }
 
     fn save_stream(&mut self, session: &str, meta: &StreamMeta, (): ()) -> Result<bool, StoreError> {
-        self.update(session, |entry, total, answered| {
+        self.update(session, |entry, total, answered, hold| {
             let Some(stream) = entry.streams.get_mut(&meta.no) else {
                 return Err(StoreError(format!("no stream {}", meta.no)));
             };
@@ -707,8 +700,7 @@ impl Store for MemoryStore {
                 AnsweredIndex::key(entry.serial, &old),
                 AnsweredIndex::key(entry.serial, meta),
             );
-            entry.count(old.state, -1);
-            entry.count(meta.state, 1);
+            entry.track(meta.no, Some(Holding::of(&old, hold)), Some(Holding::of(meta, hold)));
             entry.touched = entry.touched.max(meta.last_active);
             entry.charge(total, stream_record_bytes(meta), stream_record_bytes(&old));
             Ok(true)
@@ -739,17 +731,17 @@ impl Store for MemoryStore {
         if !self.sessions.contains_key(session) {
             return Ok(());
         }
-        self.update(session, |entry, total, answered| {
+        self.update(session, |entry, total, answered, hold| {
             if let Some(stream) = entry.streams.remove(&meta.no) {
                 answered.moved(session, AnsweredIndex::key(entry.serial, &stream.meta), None);
-                entry.count(stream.meta.state, -1);
+                entry.track(meta.no, Some(Holding::of(&stream.meta, hold)), None);
                 let data: u64 = stream.data.values().map(|d| EVENT_RECORD_BYTES + d.len() as u64).sum();
                 entry.charge(total, 0, stream_record_bytes(&stream.meta) + data);
             }
-            if let Some(id) = meta.origin.request_id()
-                && entry.claims.remove(id)
-            {
-                entry.charge(total, 0, CLAIM_RECORD_BYTES + request_id_bytes(id));
+            for id in meta.requests() {
+                if entry.claims.remove(id) {
+                    entry.charge(total, 0, CLAIM_RECORD_BYTES + request_id_bytes(id));
+                }
             }
         })
     }

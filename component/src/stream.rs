@@ -23,6 +23,8 @@ pub enum RequestId {
 
 /// Longest text request id the gate stores (an id is kept with its stream and its claim).
 pub const MAX_REQUEST_ID_LEN: usize = 256;
+/// Most requests one stream answers (a 2025-03-26 batch, its origin's included).
+pub const MAX_BATCH_REQUESTS: usize = 256;
 
 impl RequestId {
     pub fn validate(&self) -> Result<(), crate::error::GateError> {
@@ -151,6 +153,26 @@ pub struct StreamMeta {
     /// Until when the request's writer (the instance running its call) holds the stream: each
     /// emit and heartbeat renews it. Past it the writer is presumed gone (see `writer_lost`).
     pub lease_until: Millis,
+    /// The further requests of a 2025-03-26 batch this stream answers, in the order they were
+    /// claimed (the origin's request is the first of the batch). Empty for one request.
+    pub batch: Vec<RequestId>,
+    /// Requests of a batch stream the client cancelled: they get no response; the others do.
+    pub cancelled: Vec<RequestId>,
+    /// When its connection ended while the stream still took events (`Resumable`): a call
+    /// nobody is attached to is given up `max-detached-ms` later.
+    pub detached_at: Option<Millis>,
+    /// The terminal event was recorded while a connection was attached: the result was
+    /// written in full, so the stream no longer keeps its session from being reclaimed.
+    pub delivered: bool,
+}
+
+/// How long streams keep their session from being reclaimed (see [`StreamMeta::holds_until`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hold {
+    /// `retention-ms`: how long an answer nobody was attached to receive stays owed.
+    pub retention: Millis,
+    /// `max-detached-ms`: how long a stream without a connection stays owed.
+    pub max_detached: Millis,
 }
 
 /// The few fields of a stream record that choosing a stream to drop looks at: a store that
@@ -198,6 +220,10 @@ impl StreamMeta {
             terminal_seq: None,
             last_active: now,
             lease_until: now.saturating_add(lease),
+            batch: Vec::new(),
+            cancelled: Vec::new(),
+            detached_at: None,
+            delivered: false,
         }
     }
 
@@ -207,15 +233,48 @@ impl StreamMeta {
         self.origin.request_id().is_some() && self.state.takes_events() && now > self.lease_until
     }
 
+    /// A call nobody has been attached to for longer than `max_detached`: given up, so that
+    /// an abandoned call neither runs on nor keeps its session (the client that comes back
+    /// later gets the stranded error).
+    pub fn abandoned(&self, now: Millis, max_detached: Millis) -> bool {
+        self.origin.request_id().is_some()
+            && self.state == StreamState::Resumable
+            && self.detached_at.is_some_and(|t| now.saturating_sub(t) > max_detached)
+    }
+
+    /// Until when this stream keeps its session from being reclaimed for room: while a
+    /// connection is attached (a running call: while its writer holds the lease), while a
+    /// detached stream may still be resumed (`max-detached`), and while an answer recorded with
+    /// nobody attached is owed (`retention`). A result written in full holds nothing.
+    pub fn holds_until(&self, hold: Hold) -> Millis {
+        match self.state {
+            StreamState::Open if self.origin.request_id().is_some() => self.lease_until,
+            StreamState::Open => Millis::MAX,
+            StreamState::Resumable => {
+                self.detached_at.unwrap_or(self.last_active).saturating_add(hold.max_detached)
+            }
+            StreamState::TerminalSent if !self.delivered => self.last_active.saturating_add(hold.retention),
+            _ => 0,
+        }
+    }
+
+    /// The JSON-RPC requests this stream answers: its origin's, then a batch's others.
+    pub fn requests(&self) -> impl Iterator<Item = &RequestId> {
+        self.origin.request_id().into_iter().chain(&self.batch)
+    }
+
     /// A stream without a connection expires `retention` after its last activity.
     pub fn expired(&self, now: Millis, retention: Millis) -> bool {
         StreamSummary::of(self).expired(now, retention)
     }
 
-    /// The request a client provably still waits for: a request stream whose terminal the
-    /// client was never shown to hold.
-    pub fn stranded_request(&self) -> Option<RequestId> {
-        self.origin.request_id().cloned()
+    /// The requests a client provably still waits for when it lacks the stream's terminal:
+    /// every request the stream answers that was not cancelled (a cancelled request gets no
+    /// response, not even an error). For a batch, a request answered before the cursor may be
+    /// named too: an error for a request it holds the answer of is better than silence for
+    /// one it lacks.
+    pub fn stranded_requests(&self) -> Vec<RequestId> {
+        self.requests().filter(|id| !self.cancelled.contains(id)).cloned().collect()
     }
 
     /// How many events are buffered.

@@ -19,6 +19,7 @@ macro_rules! wit_conversions {
                 max_sessions: c.max_sessions,
                 retention_ms: c.retention_ms,
                 lease_ms: c.lease_ms,
+                max_detached_ms: c.max_detached_ms,
                 max_total_bytes: c.max_total_bytes,
                 retry_ms: c.retry_ms,
                 signing_key: c.signing_key.clone(),
@@ -34,6 +35,7 @@ macro_rules! wit_conversions {
                 max_sessions: c.max_sessions,
                 retention_ms: c.retention_ms,
                 lease_ms: c.lease_ms,
+                max_detached_ms: c.max_detached_ms,
                 max_total_bytes: c.max_total_bytes,
                 retry_ms: c.retry_ms,
                 signing_key: c.signing_key,
@@ -119,12 +121,12 @@ macro_rules! wit_conversions {
                     cursor_seq: r.cursor_seq,
                     events: r.events.into_iter().map(from_wit_event).collect(),
                     includes_terminal: r.includes_terminal,
-                    stranded: r.stranded.map(from_wit_request_id),
+                    stranded: r.stranded.into_iter().map(from_wit_request_id).collect(),
                 }),
                 wit::Decision::Fresh(f) => $crate::Decision::Fresh($crate::FreshStart {
                     reason: from_wit_reason(f.reason),
                     opened: from_wit_opened(f.opened),
-                    stranded: f.stranded.map(from_wit_request_id),
+                    stranded: f.stranded.into_iter().map(from_wit_request_id).collect(),
                 }),
             }
         }
@@ -133,8 +135,32 @@ macro_rules! wit_conversions {
             $crate::Polled {
                 events: p.events.into_iter().map(from_wit_event).collect(),
                 done: p.done,
-                stranded: p.stranded.map(from_wit_request_id),
+                stranded: p.stranded.into_iter().map(from_wit_request_id).collect(),
             }
+        }
+
+        pub fn from_wit_stream_status(s: wit::StreamStatus) -> $crate::StreamStatus {
+            $crate::StreamStatus {
+                attached: s.attached,
+                running: s.running,
+                cancelled: s.cancelled.into_iter().map(from_wit_request_id).collect(),
+            }
+        }
+
+        pub fn to_wit_stream_status(s: $crate::StreamStatus) -> wit::StreamStatus {
+            wit::StreamStatus {
+                attached: s.attached,
+                running: s.running,
+                cancelled: s.cancelled.iter().map(to_wit_request_id).collect(),
+            }
+        }
+
+        pub fn to_wit_request_ids(ids: &[$crate::RequestId]) -> Vec<wit::RequestId> {
+            ids.iter().map(to_wit_request_id).collect()
+        }
+
+        pub fn from_wit_request_ids(ids: Vec<wit::RequestId>) -> Vec<$crate::RequestId> {
+            ids.into_iter().map(from_wit_request_id).collect()
         }
 
         pub fn from_wit_counters(c: wit::Counters) -> $crate::Counters {
@@ -185,7 +211,7 @@ macro_rules! wit_conversions {
             wit::Polled {
                 events: p.events.into_iter().map(to_wit_event).collect(),
                 done: p.done,
-                stranded: p.stranded.as_ref().map(to_wit_request_id),
+                stranded: p.stranded.iter().map(to_wit_request_id).collect(),
             }
         }
 
@@ -212,12 +238,12 @@ macro_rules! wit_conversions {
                     cursor_seq: r.cursor_seq,
                     events: r.events.into_iter().map(to_wit_event).collect(),
                     includes_terminal: r.includes_terminal,
-                    stranded: r.stranded.as_ref().map(to_wit_request_id),
+                    stranded: r.stranded.iter().map(to_wit_request_id).collect(),
                 }),
                 $crate::Decision::Fresh(f) => wit::Decision::Fresh(wit::FreshStart {
                     reason: to_wit_reason(f.reason),
                     opened: to_wit_opened(f.opened),
-                    stranded: f.stranded.as_ref().map(to_wit_request_id),
+                    stranded: f.stranded.iter().map(to_wit_request_id).collect(),
                 }),
             }
         }
@@ -249,6 +275,7 @@ macro_rules! wit_conversions {
                 $crate::GateError::NotARequestStream => wit::GateError::NotARequestStream,
                 $crate::GateError::DuplicateRequestId => wit::GateError::DuplicateRequestId,
                 $crate::GateError::InvalidRequestId => wit::GateError::InvalidRequestId,
+                $crate::GateError::BatchTooLarge => wit::GateError::BatchTooLarge,
                 $crate::GateError::TooManySessions => wit::GateError::TooManySessions,
                 $crate::GateError::OverBudget => wit::GateError::OverBudget,
                 $crate::GateError::TooManyStreams => wit::GateError::TooManyStreams,
@@ -266,6 +293,7 @@ macro_rules! wit_conversions {
                 wit::GateError::NotARequestStream => $crate::GateError::NotARequestStream,
                 wit::GateError::DuplicateRequestId => $crate::GateError::DuplicateRequestId,
                 wit::GateError::InvalidRequestId => $crate::GateError::InvalidRequestId,
+                wit::GateError::BatchTooLarge => $crate::GateError::BatchTooLarge,
                 wit::GateError::TooManySessions => $crate::GateError::TooManySessions,
                 wit::GateError::OverBudget => $crate::GateError::OverBudget,
                 wit::GateError::TooManyStreams => $crate::GateError::TooManyStreams,

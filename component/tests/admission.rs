@@ -53,8 +53,85 @@ fn a_table_full_of_work_refuses<S: Store>(mut gate: Gate<S>) {
     assert_eq!(gate.counters().unwrap().sessions, u64::from(max));
 }
 
+/// A session whose only work was a result written in full to its connection holds nothing: a
+/// flood of `initialize` plus one `ping` each cannot lock newcomers out.
+fn a_result_written_in_full_holds_nothing<S: Store>(mut gate: Gate<S>) {
+    let max = gate.config().max_sessions;
+    for i in 0..max {
+        let id = format!("pinged-{i}");
+        gate.open_session(&id, 0, [1; 8]).unwrap();
+        let ping = gate.open_stream(&id, Origin::Request(RequestId::Number(1)), 0).unwrap();
+        gate.terminal(&id, ping.stream, "{}".into(), 0).unwrap();
+    }
+    let info = gate.open_session("newcomer", 1, [2; 8]).expect("a newcomer gets in at once");
+    assert!(info.reclaimed.is_some_and(|id| id.starts_with("pinged-")));
+}
+
+/// A result recorded while nobody was attached is owed to its client until retention.
+fn a_result_nobody_received_holds_until_retention<S: Store>(mut gate: Gate<S>) {
+    let retention = gate.config().retention_ms;
+    gate.open_session("owed", 0, [1; 8]).unwrap();
+    let call = gate.open_stream("owed", Origin::Request(RequestId::Number(1)), 0).unwrap();
+    gate.detach("owed", call.stream, call.attachment, 0).unwrap();
+    gate.terminal("owed", call.stream, "{}".into(), 0).unwrap();
+    for i in 1..gate.config().max_sessions {
+        gate.open_session(&format!("busy-{i}"), 0, [1; 8]).unwrap();
+        gate.open_stream(&format!("busy-{i}"), Origin::Standalone, 0).unwrap();
+    }
+    assert_eq!(gate.open_session("newcomer", retention, [2; 8]), Err(GateError::TooManySessions));
+    let info = gate.open_session("newcomer", retention + 1, [2; 8]).unwrap();
+    assert_eq!(info.reclaimed.as_deref(), Some("owed"));
+}
+
+/// A call nobody is attached to holds its session for `max-detached` only; past it the call is
+/// given up: its next event or heartbeat is refused (the tool stops), and its client's
+/// reconnect starts fresh (`aborted`) naming the request, so it gets `-32001`.
+fn an_abandoned_call_is_given_up_after_max_detached<S: Store>(mut gate: Gate<S>) {
+    let max_detached = gate.config().max_detached();
+    let mut cursors = Vec::new();
+    for id in ["abandoned", "comes-back-late"] {
+        gate.open_session(id, 0, [1; 8]).unwrap();
+        let call = gate.open_stream(id, Origin::Request(RequestId::Number(7)), 0).unwrap();
+        cursors.push((call.stream, gate.emit(id, call.stream, "progress 1".into(), 0).unwrap().id));
+        gate.detach(id, call.stream, call.attachment, 0).unwrap();
+    }
+    for i in 2..gate.config().max_sessions {
+        gate.open_session(&format!("busy-{i}"), 0, [1; 8]).unwrap();
+        gate.open_stream(&format!("busy-{i}"), Origin::Standalone, 0).unwrap();
+    }
+    // Within max-detached the calls run on and keep their sessions.
+    let (stream, _) = &cursors[0];
+    gate.emit("abandoned", *stream, "progress 2".into(), max_detached).unwrap();
+    assert_eq!(gate.open_session("newcomer", max_detached, [2; 8]), Err(GateError::TooManySessions));
+    // Past it, they are given up.
+    let later = max_detached + 1;
+    assert_eq!(gate.renew_lease("abandoned", *stream, later), Err(GateError::StreamFinished));
+    assert_eq!(gate.emit("abandoned", *stream, "progress 3".into(), later), Err(GateError::StreamFinished));
+    let (_, cursor) = &cursors[1];
+    let decision = gate.reconnect("comes-back-late", cursor.as_bytes(), Origin::Standalone, later).unwrap();
+    let Decision::Fresh(f) = decision else { panic!("an abandoned call resumed: {decision:?}") };
+    assert_eq!((f.reason, f.stranded), (resume_gate::StaleReason::Aborted, vec![RequestId::Number(7)]));
+    let info = gate.open_session("newcomer", later, [2; 8]).unwrap();
+    assert_eq!(info.reclaimed.as_deref(), Some("abandoned"));
+}
+
 mod memory {
     use super::*;
+
+    #[test]
+    fn a_result_written_in_full_holds_nothing() {
+        super::a_result_written_in_full_holds_nothing(Gate::in_memory(config(16)).unwrap());
+    }
+
+    #[test]
+    fn a_result_nobody_received_holds_until_retention() {
+        super::a_result_nobody_received_holds_until_retention(Gate::in_memory(config(4)).unwrap());
+    }
+
+    #[test]
+    fn an_abandoned_call_is_given_up_after_max_detached() {
+        super::an_abandoned_call_is_given_up_after_max_detached(Gate::in_memory(config(4)).unwrap());
+    }
 
     #[test]
     fn a_flood_never_displaces_work_in_flight() {
@@ -94,21 +171,33 @@ mod key_value {
         super::a_table_full_of_work_refuses(gate(16, &MemoryKv::new()));
     }
 
-    /// A session whose call's instance died (its stream still open, never detached) holds no
-    /// work once its lease passed and the retention since its last event did: it is reclaimed
-    /// then, not kept forever.
     #[test]
-    fn a_session_whose_writer_died_is_reclaimed_after_lease_and_retention() {
+    fn a_result_written_in_full_holds_nothing() {
+        super::a_result_written_in_full_holds_nothing(gate(16, &MemoryKv::new()));
+    }
+
+    #[test]
+    fn a_result_nobody_received_holds_until_retention() {
+        super::a_result_nobody_received_holds_until_retention(gate(4, &MemoryKv::new()));
+    }
+
+    #[test]
+    fn an_abandoned_call_is_given_up_after_max_detached() {
+        super::an_abandoned_call_is_given_up_after_max_detached(gate(4, &MemoryKv::new()));
+    }
+
+    /// A session whose call's instance died (its stream still open, never detached) holds no
+    /// work once its lease passed: it is reclaimed then, not kept forever.
+    #[test]
+    fn a_session_whose_writer_died_is_reclaimed_once_its_lease_passed() {
         let kv = MemoryKv::new();
         let mut gate = gate(1, &kv);
         let c = gate.config().clone();
         gate.open_session("crashed", 0, [1; 8]).unwrap();
         let call = gate.open_stream("crashed", Origin::Request(RequestId::Number(1)), 0).unwrap();
         gate.emit("crashed", call.stream, "progress".into(), 0).unwrap();
-        assert!(c.retention_ms > c.lease_ms);
-        let within = c.retention_ms;
-        assert_eq!(gate.open_session("newcomer", within, [2; 8]), Err(GateError::TooManySessions));
-        let info = gate.open_session("newcomer", within + 1, [2; 8]).unwrap();
+        assert_eq!(gate.open_session("newcomer", c.lease_ms, [2; 8]), Err(GateError::TooManySessions));
+        let info = gate.open_session("newcomer", c.lease_ms + 1, [2; 8]).unwrap();
         assert_eq!(info.reclaimed.as_deref(), Some("crashed"));
     }
 

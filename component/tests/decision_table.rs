@@ -170,7 +170,7 @@ mod row_3_minted_for_this_session {
 
         let d = f.get(&theirs.priming.id);
         let fr = fresh_because(d, StaleReason::OtherSession);
-        assert_eq!(fr.stranded, None, "nothing of another session is named either");
+        assert_eq!(fr.stranded, Vec::<RequestId>::new(), "nothing of another session is named either");
 
         let owner =
             f.gate.reconnect("session-b", theirs.priming.id.as_bytes(), Origin::Standalone, f.now).unwrap();
@@ -248,7 +248,7 @@ mod row_7_the_stream_is_live {
         let result = f.terminal(opened.stream, "result");
         fresh_because(f.get(&result.id), StaleReason::Completed);
         let fr = fresh_because(f.get(&events[0].id), StaleReason::Completed);
-        assert_eq!(fr.stranded, None, "the client acknowledged the result");
+        assert_eq!(fr.stranded, Vec::<RequestId>::new(), "the client acknowledged the result");
     }
 
     #[test]
@@ -257,17 +257,22 @@ mod row_7_the_stream_is_live {
         let (opened, events) = f.dropped_stream(5, 2);
         f.gate.abort(S, opened.stream).unwrap();
         let fr = fresh_because(f.get(&events[0].id), StaleReason::Aborted);
-        assert_eq!(fr.stranded, None, "MCP: a cancelled request gets no response, not even an error");
+        assert_eq!(
+            fr.stranded,
+            Vec::<RequestId>::new(),
+            "MCP: a cancelled request gets no response, not even an error"
+        );
         let (_, events) = f.dropped_stream(6, 2);
         assert!(f.gate.abort_request(S, &RequestId::Number(6)).unwrap());
         let fr = fresh_because(f.get(&events[1].id), StaleReason::Aborted);
-        assert_eq!(fr.stranded, None);
+        assert_eq!(fr.stranded, Vec::<RequestId>::new());
         assert!(!f.gate.abort_request(S, &RequestId::Number(6)).unwrap(), "already cancelled");
     }
 
     #[test]
     fn a_stream_kept_without_a_connection_past_retention_is_aborted() {
-        let config = Config::default();
+        let config =
+            Config { max_detached_ms: Some(2 * Config::default().retention_ms), ..Config::default() };
         let mut f = Fixture::with(config.clone());
         let (_, events) = f.dropped_stream(1, 2);
         f.now += config.retention_ms;
@@ -275,8 +280,23 @@ mod row_7_the_stream_is_live {
         let (_, events) = f.dropped_stream(2, 2);
         f.now += config.retention_ms + 1;
         let fr = fresh_because(f.get(&events[0].id), StaleReason::Aborted);
-        assert_eq!(fr.stranded, Some(RequestId::Number(2)));
+        assert_eq!(fr.stranded, [RequestId::Number(2)]);
         assert_eq!(f.gate.counters().unwrap().expired_streams, 0, "expired by the decision itself");
+    }
+
+    #[test]
+    fn a_call_nobody_was_attached_to_past_max_detached_is_aborted_and_its_request_stranded() {
+        let config = Config::default();
+        let mut f = Fixture::with(config.clone());
+        let (_, events) = f.dropped_stream(1, 2);
+        f.now += config.max_detached();
+        assert!(matches!(f.get(&events[0].id), Decision::Resume(_)), "still within max-detached");
+        let (opened, events) = f.dropped_stream(2, 2);
+        f.now += config.max_detached() + 1;
+        let fr = fresh_because(f.get(&events[0].id), StaleReason::Aborted);
+        assert_eq!(fr.stranded, [RequestId::Number(2)], "the client gets -32001, never a wait");
+        let late = f.gate.emit(S, opened.stream, "the tool goes on".into(), f.now);
+        assert_eq!(late, Err(GateError::StreamFinished), "the call was given up: it stops");
     }
 
     #[test]
@@ -296,7 +316,11 @@ mod row_7_the_stream_is_live {
         f.gate.emit(S, old.stream, "server request".into(), f.now).unwrap();
         let new = f.gate.open_stream(S, Origin::Standalone, f.now).unwrap();
         let fr = fresh_because(f.get(&old.priming.id), StaleReason::Superseded);
-        assert_eq!(fr.stranded, None, "a standalone stream carries no request of the client");
+        assert_eq!(
+            fr.stranded,
+            Vec::<RequestId>::new(),
+            "a standalone stream carries no request of the client"
+        );
         assert_ne!(new.stream, old.stream);
         assert_eq!(f.gate.emit(S, old.stream, "late".into(), f.now), Err(GateError::StreamFinished));
     }
@@ -325,7 +349,7 @@ mod row_9_not_the_terminal_itself {
         let (opened, events) = f.dropped_stream(1, 1);
         let result = f.terminal(opened.stream, "result");
         let fr = fresh_because(f.get(&result.id), StaleReason::Completed);
-        assert_eq!(fr.stranded, None);
+        assert_eq!(fr.stranded, Vec::<RequestId>::new());
         // Completed now: even an earlier cursor no longer replays the result.
         fresh_because(f.get(&events[0].id), StaleReason::Completed);
     }
@@ -341,7 +365,7 @@ mod row_10_every_missed_event_is_buffered {
         // Buffered: events 3..=5. A cursor at event 2 needs 3.. and resumes; at 1 it needs 2.
         assert_eq!(data(&resumed(f.get(&events[1].id)).events), ["event 2", "event 3", "event 4"]);
         let fr = fresh_because(f.get(&events[0].id), StaleReason::Evicted);
-        assert_eq!(fr.stranded, Some(RequestId::Number(9)), "the client never gets its result");
+        assert_eq!(fr.stranded, [RequestId::Number(9)], "the client never gets its result");
         assert_eq!(
             f.gate.emit(S, opened.stream, "x".into(), f.now),
             Err(GateError::StreamFinished),
@@ -374,7 +398,7 @@ mod row_11_the_writer_holds_its_lease {
         f.now += LEASE + 1;
         let r = resumed(f.get(&events[0].id));
         assert_eq!(r.events, events[1..], "what the writer stored, exactly once");
-        assert_eq!(r.stranded, Some(RequestId::Number(4)), "then the request's error, not a wait");
+        assert_eq!(r.stranded, [RequestId::Number(4)], "then the request's error, not a wait");
         assert!(!r.includes_terminal);
         let late = f.gate.emit(S, opened.stream, "the writer wakes up".into(), f.now);
         assert_eq!(late, Err(GateError::StreamFinished), "the stream ended with the verdict");
@@ -384,16 +408,17 @@ mod row_11_the_writer_holds_its_lease {
 
     #[test]
     fn a_poll_names_the_stranded_request_once_the_lease_passed_and_changes_nothing() {
-        let mut f = Fixture::new();
+        // Its client comes back within max-detached; its writer is gone.
+        let mut f = Fixture::with(Config { max_detached_ms: Some(10 * LEASE), ..Config::default() });
         let (opened, events) = f.dropped_stream(5, 2);
         let fresh = f.gate.poll(S, opened.stream, opened.attachment, 0, f.now).unwrap();
-        assert_eq!((fresh.events.len(), fresh.done, fresh.stranded), (2, false, None));
+        assert_eq!((fresh.events.len(), fresh.done, fresh.stranded), (2, false, Vec::<RequestId>::new()));
         f.now += LEASE + 1;
         let lost = f.gate.poll(S, opened.stream, opened.attachment, 1, f.now).unwrap();
         assert_eq!(lost.events, events[1..]);
         assert!(lost.done);
-        assert_eq!(lost.stranded, Some(RequestId::Number(5)));
-        assert_eq!(resumed(f.get(&events[1].id)).stranded, Some(RequestId::Number(5)));
+        assert_eq!(lost.stranded, [RequestId::Number(5)]);
+        assert_eq!(resumed(f.get(&events[1].id)).stranded, [RequestId::Number(5)]);
     }
 
     #[test]
@@ -406,7 +431,11 @@ mod row_11_the_writer_holds_its_lease {
         f.gate.renew_lease(S, opened.stream, f.now).unwrap();
         f.now += LEASE - 1;
         let r = resumed(f.get(&opened.priming.id));
-        assert_eq!((r.events, r.stranded), (vec![event], None), "a running call is resumed");
+        assert_eq!(
+            (r.events, r.stranded),
+            (vec![event], Vec::<RequestId>::new()),
+            "a running call is resumed"
+        );
         assert_eq!(f.gate.renew_lease(S, 999, f.now), Err(GateError::UnknownStream));
     }
 
@@ -417,9 +446,13 @@ mod row_11_the_writer_holds_its_lease {
         let answered = f.post(7);
         let result = f.terminal(answered.stream, "result");
         f.now += LEASE + 1;
-        assert_eq!(resumed(f.get(&standalone.priming.id)).stranded, None);
+        assert_eq!(resumed(f.get(&standalone.priming.id)).stranded, Vec::<RequestId>::new());
         let r = resumed(f.get(&answered.priming.id));
-        assert_eq!((r.events, r.stranded), (vec![result], None), "the result, never an error");
+        assert_eq!(
+            (r.events, r.stranded),
+            (vec![result], Vec::<RequestId>::new()),
+            "the result, never an error"
+        );
     }
 }
 
@@ -517,7 +550,7 @@ mod the_seeds_observed_failures {
     fn the_terminal_event_of_a_completed_stream_as_cursor_on_a_get_replays_nothing() {
         let (mut f, _, _, result) = finished();
         let fr = fresh_because(f.get(&result.id), StaleReason::Completed);
-        assert_eq!(fr.stranded, None);
+        assert_eq!(fr.stranded, Vec::<RequestId>::new());
         assert_eq!(f.gate.counters().unwrap().events_replayed, 0);
     }
 
@@ -699,21 +732,23 @@ mod sessions_and_bounds {
     }
 
     #[test]
-    fn unfinished_calls_and_unacknowledged_results_protect_a_session_until_retention() {
+    fn work_protects_a_session_for_as_long_as_its_client_may_come_back_for_it() {
         let config = Config { max_sessions: 2, ..Config::default() };
         let mut f = Fixture::with(config.clone());
+        // A: a call whose client's connection dropped; B: a result recorded while nobody was
+        // attached to receive it. (A result written in full protects nothing.)
         let (running, _) = f.dropped_stream(1, 1);
         f.open_session("session-b");
-        let answered = f.gate.open_stream("session-b", Origin::Request(RequestId::Number(1)), f.now).unwrap();
-        f.gate.terminal("session-b", answered.stream, "done".into(), f.now).unwrap();
-        f.gate.detach("session-b", answered.stream, answered.attachment, f.now).unwrap();
-        f.now += config.retention_ms;
+        let owed = f.gate.open_stream("session-b", Origin::Request(RequestId::Number(1)), f.now).unwrap();
+        f.gate.detach("session-b", owed.stream, owed.attachment, f.now).unwrap();
+        f.gate.terminal("session-b", owed.stream, "done".into(), f.now).unwrap();
+        f.now += config.max_detached();
         assert_eq!(f.gate.open_session("session-c", f.now, [1; 8]), Err(GateError::TooManySessions));
         f.gate.emit(S, running.stream, "still running".into(), f.now).unwrap();
-        f.now += 2;
+        f.now += 1;
         let info = f.gate.open_session("session-c", f.now, [1; 8]).unwrap();
-        assert_eq!(info.reclaimed.as_deref(), Some("session-b"), "its result expired; A's call is active");
-        assert_eq!(f.gate.has_session(S), Ok(true));
+        assert_eq!(info.reclaimed.as_deref(), Some(S), "nobody came back for A's call in time");
+        assert_eq!(f.gate.has_session("session-b"), Ok(true), "B's result is owed until retention");
     }
 
     #[test]
@@ -847,5 +882,77 @@ mod sessions_and_bounds {
         assert_eq!(c.fresh_for(StaleReason::Malformed), 1);
         assert_eq!(c.errors, 1);
         assert_eq!(c.sessions, 1);
+    }
+}
+
+mod exactly_once_per_request_id {
+    //! A JSON-RPC request id is claimed once per session, whatever carries the request: a
+    //! single POST, or any request of a 2025-03-26 batch (`join-stream`).
+    use super::*;
+
+    #[test]
+    fn a_batch_claims_each_further_id_once_in_order() {
+        let mut f = Fixture::new();
+        let batch = f.post(1);
+        let ids =
+            [RequestId::Number(2), RequestId::Number(1), RequestId::Number(2), RequestId::Text("3".into())];
+        let claimed = f.gate.join_stream(S, batch.stream, &ids, f.now).unwrap();
+        assert_eq!(claimed, [true, false, false, true], "1 opened the stream; 2 came twice");
+        let again = f.gate.open_stream(S, Origin::Request(RequestId::Number(2)), f.now);
+        assert_eq!(again, Err(GateError::DuplicateRequestId), "a later single request cannot reuse it");
+        let text = f.gate.open_stream(S, Origin::Request(RequestId::Number(3)), f.now);
+        assert!(text.is_ok(), "3 and \"3\" are different ids");
+    }
+
+    #[test]
+    fn only_a_live_request_stream_takes_a_batch_and_a_batch_is_bounded() {
+        let mut f = Fixture::new();
+        let standalone = f.gate.open_stream(S, Origin::Standalone, f.now).unwrap();
+        let join = |f: &mut Fixture, stream, ids: &[RequestId]| f.gate.join_stream(S, stream, ids, f.now);
+        assert_eq!(
+            join(&mut f, standalone.stream, &[RequestId::Number(9)]),
+            Err(GateError::NotARequestStream)
+        );
+        let answered = f.post(1);
+        f.terminal(answered.stream, "done");
+        assert_eq!(join(&mut f, answered.stream, &[RequestId::Number(9)]), Err(GateError::StreamFinished));
+        let batch = f.post(2);
+        let many: Vec<RequestId> =
+            (100..100 + resume_gate::MAX_BATCH_REQUESTS as i64).map(RequestId::Number).collect();
+        assert_eq!(join(&mut f, batch.stream, &many), Err(GateError::BatchTooLarge));
+        assert!(
+            f.gate.open_stream(S, Origin::Request(RequestId::Number(100)), f.now).is_ok(),
+            "nothing claimed"
+        );
+    }
+
+    #[test]
+    fn a_released_stream_frees_its_ids_for_a_corrected_retry_but_only_before_it_recorded_anything() {
+        let mut f = Fixture::new();
+        let refused = f.post(1);
+        f.gate.join_stream(S, refused.stream, &[RequestId::Number(2)], f.now).unwrap();
+        f.gate.release_stream(S, refused.stream).unwrap();
+        let retry = f.post(1);
+        assert_eq!(f.gate.join_stream(S, retry.stream, &[RequestId::Number(2)], f.now).unwrap(), [true]);
+        f.emit(retry.stream, "progress");
+        assert_eq!(f.gate.release_stream(S, retry.stream), Err(GateError::StreamFinished), "it ran");
+        assert_eq!(
+            f.gate.open_stream(S, Origin::Request(RequestId::Number(1)), f.now),
+            Err(GateError::DuplicateRequestId)
+        );
+    }
+
+    #[test]
+    fn check_stream_says_who_writes_whether_it_runs_and_what_of_the_batch_was_cancelled() {
+        let mut f = Fixture::new();
+        let batch = f.post(1);
+        f.gate.join_stream(S, batch.stream, &[RequestId::Number(2)], f.now).unwrap();
+        let status = f.gate.check_stream(S, batch.stream, batch.attachment).unwrap();
+        assert_eq!((status.attached, status.running, status.cancelled.len()), (true, true, 0));
+        assert!(f.gate.abort_request(S, &RequestId::Number(2)).unwrap());
+        let status = f.gate.check_stream(S, batch.stream, batch.attachment).unwrap();
+        assert_eq!((status.running, status.cancelled), (true, vec![RequestId::Number(2)]));
+        let stale = f.gate.check_stream(S, batch.stream, batch.attachment.wrapping_add(1)).unwrap();
+        assert!(!stale.attached, "another attachment is not the stream's");
     }
 }

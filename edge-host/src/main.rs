@@ -41,6 +41,16 @@ struct Cli {
     /// milliseconds (the app's `lease_ms` variable; default 10000).
     #[arg(long, env = "RESUME_GATE_LEASE_MS", global = true)]
     lease_ms: Option<u64>,
+    /// How long a stream may go without a connection before it stops holding its session and,
+    /// for a call, before the call is given up, in milliseconds (the app's `max_detached_ms`
+    /// variable; default: the lease).
+    #[arg(long, env = "RESUME_GATE_MAX_DETACHED_MS", value_parser = clap::value_parser!(u64).range(1..))]
+    max_detached_ms: Option<u64>,
+    /// Messages one 2025-03-26 JSON-RPC batch may hold (the app's `max_batch` variable;
+    /// default 64); more is `400`.
+    #[arg(long, env = "RESUME_GATE_MAX_BATCH",
+          value_parser = clap::value_parser!(u64).range(1..=resume_gate::MAX_BATCH_REQUESTS as u64))]
+    max_batch: Option<u64>,
     /// Leave Nagle's algorithm on (no `TCP_NODELAY`), as Spin may: only for measuring the
     /// front's own write coalescing.
     #[arg(long)]
@@ -138,6 +148,10 @@ fn main() -> Result<()> {
             let mut values = vec![(variables::ALLOWED_HOSTS.to_owned(), hosts.join(","))];
             values.extend(cli.max_sessions.map(|n| (variables::MAX_SESSIONS.to_owned(), n.to_string())));
             values.extend(cli.lease_ms.map(|ms| (variables::LEASE_MS.to_owned(), ms.to_string())));
+            values.extend(
+                cli.max_detached_ms.map(|ms| (variables::MAX_DETACHED_MS.to_owned(), ms.to_string())),
+            );
+            values.extend(cli.max_batch.map(|n| (variables::MAX_BATCH.to_owned(), n.to_string())));
             let variables = Variables::new(values);
             let kv = store(&cli)?;
             let _collector = match cli.collect_every {

@@ -28,6 +28,10 @@ pub const ALLOWED_HOSTS: &str = "allowed_hosts";
 pub const MAX_SESSIONS: &str = "max_sessions";
 /// The variable setting the lease of a call's writer on its stream (`lease-ms`).
 pub const LEASE_MS: &str = "lease_ms";
+/// The variable setting how long a stream may go without a connection (`max-detached-ms`).
+pub const MAX_DETACHED_MS: &str = "max_detached_ms";
+/// The variable bounding the messages of one 2025-03-26 batch.
+pub const MAX_BATCH: &str = "max_batch";
 
 /// The app's variables, shared by every instance.
 #[derive(Clone, Debug, Default)]

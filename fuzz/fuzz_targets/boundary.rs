@@ -39,7 +39,7 @@ fuzz_target!(|data: &[u8]| {
             1 => Origin::Request(RequestId::Text(text(arg))),
             _ => Origin::Request(RequestId::Number(i64::from(op) - 128)),
         };
-        match op % 8 {
+        match op % 11 {
             0 => drop(g.call_open_session(&mut *store, &session).expect("no trap")),
             1 => drop(g.call_has_session(&mut *store, &session).expect("no trap")),
             2 => {
@@ -51,6 +51,12 @@ fuzz_target!(|data: &[u8]| {
             4 => drop(g.call_on_terminal(&mut *store, &session, stream, &text(arg)).expect("no trap")),
             5 => drop(g.call_on_reconnect(&mut *store, &session, arg, &origin).expect("no trap")),
             6 => drop(g.call_on_detach(&mut *store, &session, stream, u32::from(op)).expect("no trap")),
+            7 => {
+                let ids: Vec<RequestId> = arg.chunks(2).map(|c| RequestId::Number(i64::from(c[0]) - 128)).collect();
+                drop(g.call_join_stream(&mut *store, &session, stream, &ids).expect("no trap"))
+            }
+            8 => drop(g.call_check_stream(&mut *store, &session, stream, u32::from(op)).expect("no trap")),
+            9 => drop(g.call_release_stream(&mut *store, &session, stream).expect("no trap")),
             _ => drop(g.call_end_session(&mut *store, &session).expect("no trap")),
         }
     }

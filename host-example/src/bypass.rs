@@ -54,6 +54,26 @@ impl GateApi for NoGate {
         let priming = unnamed().into_event(self.last_stream, String::new(), false);
         Ok(Opened { stream: self.last_stream, attachment: 1, priming })
     }
+    fn join_stream(
+        &mut self,
+        session: &str,
+        _stream: u64,
+        ids: &[RequestId],
+    ) -> Result<Vec<bool>, GateError> {
+        self.known(session)?;
+        Ok(vec![true; ids.len()])
+    }
+    fn check_stream(
+        &mut self,
+        _session: &str,
+        _stream: u64,
+        _attachment: u32,
+    ) -> Result<resume_gate::StreamStatus, GateError> {
+        Ok(resume_gate::StreamStatus { attached: true, running: true, cancelled: Vec::new() })
+    }
+    fn release_stream(&mut self, _session: &str, _stream: u64) -> Result<(), GateError> {
+        Ok(())
+    }
     fn emit(&mut self, session: &str, _stream: u64, _data: &str) -> Result<Recorded, GateError> {
         self.known(session)?;
         Ok(unnamed())
@@ -78,13 +98,13 @@ impl GateApi for NoGate {
         _attachment: u32,
         _after: u64,
     ) -> Result<Polled, GateError> {
-        Ok(Polled { events: Vec::new(), done: true, stranded: None })
+        Ok(Polled { events: Vec::new(), done: true, stranded: Vec::new() })
     }
     fn renew_lease(&mut self, _session: &str, _stream: u64) -> Result<(), GateError> {
         Ok(())
     }
     fn reconnect(&mut self, session: &str, _cursor: &[u8], origin: &Origin) -> Result<Decision, GateError> {
         let opened = self.open_stream(session, origin)?;
-        Ok(Decision::Fresh(FreshStart { reason: StaleReason::Unknown, opened, stranded: None }))
+        Ok(Decision::Fresh(FreshStart { reason: StaleReason::Unknown, opened, stranded: Vec::new() }))
     }
 }

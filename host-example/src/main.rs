@@ -79,6 +79,15 @@ struct ServeArgs {
     /// long after its process died); default 10000.
     #[arg(long, env = "RESUME_GATE_LEASE_MS")]
     lease_ms: Option<u64>,
+    /// How long a stream may go without a connection, in milliseconds, before it stops
+    /// holding its session and, for a call, before the call is given up (its client then gets
+    /// `-32001` on reconnect); default: the lease.
+    #[arg(long, env = "RESUME_GATE_MAX_DETACHED_MS", value_parser = clap::value_parser!(u64).range(1..))]
+    max_detached_ms: Option<u64>,
+    /// Messages one 2025-03-26 JSON-RPC batch may hold; more is `400`.
+    #[arg(long, env = "RESUME_GATE_MAX_BATCH", default_value_t = mcp_transport::server::DEFAULT_MAX_BATCH as u64,
+          value_parser = clap::value_parser!(u64).range(1..=resume_gate::MAX_BATCH_REQUESTS as u64))]
+    max_batch: u64,
     /// With `--store`: every this many seconds, a pass that collects what processes killed
     /// mid-call left in the store (`collect-garbage`); 0: never (another process does it).
     #[arg(long, env = "RESUME_GATE_COLLECT_EVERY", default_value_t = 60)]
@@ -113,6 +122,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         max_total_bytes: args.max_total_bytes.unwrap_or(defaults.max_total_bytes),
         max_bytes_per_session: args.max_bytes_per_session.unwrap_or(defaults.max_bytes_per_session),
         lease_ms: args.lease_ms.unwrap_or(defaults.lease_ms),
+        max_detached_ms: args.max_detached_ms,
         ..defaults
     };
     let mut collector = None;
@@ -140,6 +150,7 @@ fn serve(args: ServeArgs) -> Result<()> {
         }
         (false, other) => bail!("--store: `memory` or `redis://HOST:PORT`, not `{other}`"),
     };
+    let app = app.with_max_batch(args.max_batch as usize)?;
     if args.metrics {
         app.enable_metrics();
     }
@@ -274,7 +285,7 @@ fn explain(d: &Decision) {
                 f.opened.stream,
                 f.opened.priming.id
             );
-            if let Some(id) = &f.stranded {
+            for id in &f.stranded {
                 println!("     stranded request {id:?}: the host answers it with a JSON-RPC error");
             }
         }

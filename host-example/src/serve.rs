@@ -39,6 +39,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::serve::ListenerExt;
 use bytes::BytesMut;
+use mcp_transport::calls::{self, CallHost};
 use mcp_transport::gate::GateApi;
 use mcp_transport::hosts::AllowedHosts;
 use mcp_transport::server::{
@@ -47,8 +48,7 @@ use mcp_transport::server::{
 use mcp_transport::sse;
 use mcp_transport::tools::{self, ToolHost};
 use resume_gate::{GateError, RequestId, StaleReason};
-use tokio::sync::mpsc;
-use tokio::task::AbortHandle;
+use tokio::sync::{Notify, mpsc};
 
 use crate::GateHost;
 use crate::store::{KvGateHost, KvJournal};
@@ -92,9 +92,49 @@ pub struct App {
     requests: AtomicU64,
     server: Server,
     journal: Journal,
-    calls: Mutex<HashMap<(String, RequestId), (u64, AbortHandle)>>,
+    /// The calls running here, by each request they answer: a `notifications/cancelled` for
+    /// one of them stops that one.
+    calls: Mutex<HashMap<(String, RequestId), Arc<Running>>>,
     /// The state is shared with other processes (`--store`).
     shared: bool,
+}
+
+/// The requests of one stream running here, and which of them the client cancelled.
+struct Running {
+    stream: u64,
+    attachment: u32,
+    /// More than one request: a batch, whose requests are cancelled one by one.
+    batch: bool,
+    cancelled: Mutex<Vec<RequestId>>,
+    /// The request whose turn it is.
+    current: Mutex<Option<RequestId>>,
+    /// Wakes a waiting tool when its request is cancelled.
+    wake: Notify,
+}
+
+impl Running {
+    fn is_cancelled(&self, id: &RequestId) -> bool {
+        self.cancelled.lock().unwrap_or_else(|p| p.into_inner()).contains(id)
+    }
+
+    fn cancel(&self, ids: impl IntoIterator<Item = RequestId>) {
+        let mut cancelled = self.cancelled.lock().unwrap_or_else(|p| p.into_inner());
+        for id in ids {
+            if !cancelled.contains(&id) {
+                cancelled.push(id);
+            }
+        }
+        drop(cancelled);
+        if self.current_cancelled() {
+            self.wake.notify_waiters();
+        }
+    }
+
+    /// Whether the request whose turn it is was cancelled.
+    fn current_cancelled(&self) -> bool {
+        let current = self.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        current.is_some_and(|id| self.is_cancelled(&id))
+    }
 }
 
 impl App {
@@ -145,6 +185,13 @@ impl App {
         }))
     }
 
+    /// Takes at most `n` messages in one 2025-03-26 batch (`--max-batch`).
+    pub fn with_max_batch(self: Arc<Self>, n: usize) -> anyhow::Result<Arc<Self>> {
+        let mut app = Arc::try_unwrap(self).map_err(|_| anyhow::anyhow!("a new app is not shared"))?;
+        app.server.config.max_batch = n;
+        Ok(Arc::new(app))
+    }
+
     /// Serves `/metrics` from now on (`--metrics`).
     pub fn enable_metrics(&self) {
         self.metrics.store(true, Ordering::Relaxed);
@@ -159,18 +206,22 @@ impl App {
         self.core.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Records an event and hands it to the stream's connection, if one is attached.
-    fn send(&self, session: &str, stream: u64, data: &str, terminal: bool) -> Result<(), GateError> {
+    /// Records an event and hands it to the stream's connection, if one is attached. With a
+    /// shared store, asks first whether a resume or a cancel in another process happened
+    /// (`check-stream`): a taken-over connection ends, cancelled requests go to `running`.
+    fn send(&self, running: &Running, session: &str, data: &str, terminal: bool) -> Result<(), GateError> {
         let mut core = self.core();
+        let stream = running.stream;
         let key = (session.to_owned(), stream);
-        if self.shared
-            && let Some(live) = core.live.get(&key)
-        {
-            // Asked before recording: the gate reports a finished stream as done too.
-            let attachment = live.attachment;
-            if core.gate.poll(session, stream, attachment, u64::MAX).is_ok_and(|p| p.done) {
+        let live = core.live.get(&key).map(|l| l.attachment);
+        if self.shared && (running.batch || live.is_some()) {
+            // The connection asked about is the one this stream's events go to now (a resume
+            // here may have replaced the call's own).
+            let status = core.gate.check_stream(session, stream, live.unwrap_or(running.attachment))?;
+            if live.is_some() && !status.attached {
                 core.live.remove(&key);
             }
+            running.cancel(status.cancelled);
         }
         let event = if terminal {
             core.gate.terminal(session, stream, data)
@@ -208,24 +259,24 @@ impl App {
         self.core().live.remove(&(session.to_owned(), stream));
     }
 
+    /// `notifications/cancelled`: the gate ends the request (a whole stream, or one request of
+    /// a batch); a call running here stops at its next wait or event.
     fn cancel(self: &Arc<Self>, session: &str, request: &RequestId) {
-        let Some((stream, task)) = self.lock_calls().remove(&(session.to_owned(), request.clone())) else {
-            if self.shared {
-                // The call may run in another process: it sees the abort at its next event.
-                let _ = self.core().gate.abort_request(session, request);
+        let running = self.lock_calls().get(&(session.to_owned(), request.clone())).cloned();
+        // Also for a call in another process (`--store`): it sees the abort at its next event.
+        let _ = self.core().gate.abort_request(session, request);
+        if let Some(running) = running {
+            running.cancel([request.clone()]);
+            if !running.batch {
+                self.core().live.remove(&(session.to_owned(), running.stream));
             }
-            return;
-        };
-        task.abort();
-        let mut core = self.core();
-        core.live.remove(&(session.to_owned(), stream));
-        let _ = core.gate.abort(session, stream);
-        tracing::info!(session, stream, request = ?request, "cancelled");
+            tracing::info!(session, stream = running.stream, request = ?request, "cancelled");
+        }
     }
 
     /// Whether a call of this stream runs in this process.
     fn runs_here(&self, session: &str, stream: u64) -> bool {
-        self.lock_calls().iter().any(|((s, _), (no, _))| s == session && *no == stream)
+        self.lock_calls().iter().any(|((s, _), r)| s == session && r.stream == stream)
     }
 
     /// Ends a followed connection once what it owes is queued (its body ends when the queue
@@ -237,81 +288,141 @@ impl App {
         }
     }
 
-    fn lock_calls(&self) -> MutexGuard<'_, HashMap<(String, RequestId), (u64, AbortHandle)>> {
+    fn lock_calls(&self) -> MutexGuard<'_, HashMap<(String, RequestId), Arc<Running>>> {
         self.calls.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Runs a stream's `tools/call`s in order (several only for a batch), whether or not a
-    /// connection is attached; the last response is the stream's terminal event. They run
-    /// here until they first wait (a result that is ready at once goes out with the response
-    /// head); the rest runs in a task that `notifications/cancelled` of any of them aborts.
-    fn start_calls(self: &Arc<Self>, session: String, stream: u64, pending: Vec<PendingCall>) {
-        let keys: Vec<_> = pending.iter().map(|p| (session.clone(), p.request_id.clone())).collect();
+    /// Answers a stream's requests in order (several only for a batch; see
+    /// `mcp_transport::calls`), whether or not a connection is attached. They run here until
+    /// they first wait (a result that is ready at once goes out with the response head); the
+    /// rest runs in a task. A `notifications/cancelled` for one of them stops that one.
+    fn start_calls(self: &Arc<Self>, session: String, stream: &Stream) {
+        let pending = stream.calls.clone();
+        let running = Arc::new(Running {
+            stream: stream.stream,
+            attachment: stream.attachment,
+            batch: pending.len() > 1,
+            cancelled: Mutex::new(Vec::new()),
+            current: Mutex::new(None),
+            wake: Notify::new(),
+        });
+        let keys: Vec<_> =
+            pending.iter().filter_map(PendingCall::id).map(|id| (session.clone(), id.clone())).collect();
+        {
+            let mut calls = self.lock_calls();
+            for key in &keys {
+                calls.insert(key.clone(), Arc::clone(&running));
+            }
+        }
         let app = Arc::clone(self);
-        let done = keys.clone();
         let mut call = Box::pin(async move {
-            let host = CallHost { app: Arc::clone(&app), session: session.clone(), stream };
-            let last = pending.len().saturating_sub(1);
-            for (i, pending) in pending.iter().enumerate() {
-                let response = tools::response(&pending.request_id, tools::call(&pending.call, &host).await);
-                if let Err(e) = app.send(&session, stream, &response, i == last) {
-                    tracing::info!(session, stream, error = %e, "result not recorded");
-                    break;
-                }
+            let host = StreamCalls { app: Arc::clone(&app), session: session.clone(), running };
+            let answered = calls::answer(&pending, &host).await;
+            if answered != calls::Answered::All {
+                tracing::info!(session, stream = host.running.stream, ?answered, "answering stopped");
             }
             let mut calls = app.lock_calls();
-            for key in &done {
+            for key in &keys {
                 calls.remove(key);
             }
         });
         if call.as_mut().poll(&mut Context::from_waker(Waker::noop())).is_ready() {
             return;
         }
-        // Under the lock, so that the task cannot finish and deregister before it is registered.
-        let mut calls = self.lock_calls();
-        let task = tokio::spawn(call);
-        for key in keys {
-            calls.insert(key, (stream, task.abort_handle()));
-        }
+        tokio::spawn(call);
     }
 }
 
-/// The tools' view of the host, for one call.
-struct CallHost {
+/// The tools' and the call runner's view of this host, for one stream's requests.
+struct StreamCalls {
     app: Arc<App>,
     session: String,
-    stream: u64,
+    running: Arc<Running>,
 }
 
-impl ToolHost for CallHost {
-    async fn sleep(&self, ms: u64) {
+impl StreamCalls {
+    /// Between two waits of a tool: renews the lease and, with a shared store, learns of
+    /// cancels made in other processes. `false`: stop the call.
+    fn heartbeat(&self) -> bool {
+        let (session, stream) = (&self.session, self.running.stream);
+        let mut core = self.app.core();
+        if core.gate.renew_lease(session, stream).is_err() {
+            return false;
+        }
+        if self.app.shared && self.running.batch {
+            match core.gate.check_stream(session, stream, self.running.attachment) {
+                Ok(status) => self.running.cancel(status.cancelled),
+                Err(_) => return false,
+            }
+        }
+        !self.running.current_cancelled()
+    }
+}
+
+impl ToolHost for StreamCalls {
+    async fn sleep(&self, ms: u64) -> bool {
         // A long wait is a heartbeat too: the lease outlives each slice of it.
         let slice = (self.app.lease_ms / 3).max(1);
         let mut left = ms;
         while left > 0 {
             let step = left.min(slice);
-            tokio::time::sleep(std::time::Duration::from_millis(step)).await;
+            let woken = self.running.wake.notified();
+            if self.running.current_cancelled() {
+                return false;
+            }
+            tokio::select! {
+                () = tokio::time::sleep(std::time::Duration::from_millis(step)) => {}
+                () = woken => return false,
+            }
             left -= step;
-            if left > 0 {
-                let _ = self.app.core().gate.renew_lease(&self.session, self.stream);
+            if left > 0 && !self.heartbeat() {
+                return false;
             }
         }
+        !self.running.current_cancelled()
     }
 
     fn notify(&self, message: String) -> bool {
-        self.app.send(&self.session, self.stream, &message, false).is_ok()
+        !self.running.current_cancelled()
+            && self.record(&message, false).is_ok()
+            && !self.running.current_cancelled()
     }
 
     fn close_connection(&self) {
-        self.app.close_connection(&self.session, self.stream)
+        self.app.close_connection(&self.session, self.running.stream)
     }
 
-    fn append(&self, line: &str) -> Result<u64, String> {
-        self.app.journal.append(line)
+    fn append(&self, line: &str) -> Result<u64, tools::AppendError> {
+        let request = self.running.current.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let request = request.ok_or_else(|| tools::AppendError::Failed("no request runs".into()))?;
+        self.app.journal.append(&self.session, &request, line)
     }
 
     fn journal(&self, from: u64, limit: u64) -> Result<tools::JournalPage, String> {
         self.app.journal.page(from, limit)
+    }
+}
+
+impl CallHost for StreamCalls {
+    fn record(&self, data: &str, terminal: bool) -> Result<(), GateError> {
+        self.app.send(&self.running, &self.session, data, terminal)
+    }
+
+    fn cancelled(&self, id: &RequestId) -> bool {
+        self.running.is_cancelled(id)
+    }
+
+    fn starting(&self, id: Option<&RequestId>) {
+        *self.running.current.lock().unwrap_or_else(|p| p.into_inner()) = id.cloned();
+    }
+
+    fn lost(&self, ids: &[RequestId]) {
+        let mut core = self.app.core();
+        if let Some(live) = core.live.remove(&(self.session.clone(), self.running.stream)) {
+            for id in ids {
+                let _ = live.tx.try_send(Bytes::from(mcp_transport::server::stranded_frame(id)));
+            }
+        }
     }
 }
 
@@ -331,10 +442,10 @@ impl Journal {
         Ok(Self::File(FileJournal { path, lines: Mutex::new(lines) }))
     }
 
-    fn append(&self, line: &str) -> Result<u64, String> {
+    fn append(&self, session: &str, request: &RequestId, line: &str) -> Result<u64, tools::AppendError> {
         match self {
             Self::File(f) => f.append(line),
-            Self::Store(kv) => kv.append(line),
+            Self::Store(kv) => kv.append(session, request, line),
         }
     }
 
@@ -353,17 +464,18 @@ struct FileJournal {
 }
 
 impl FileJournal {
-    fn append(&self, line: &str) -> Result<u64, String> {
+    fn append(&self, line: &str) -> Result<u64, tools::AppendError> {
         let mut count = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&self.path)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| tools::AppendError::Failed(e.to_string()))?;
         if *count >= tools::MAX_JOURNAL_LINES {
-            return Err(format!("the journal is full ({} lines)", tools::MAX_JOURNAL_LINES));
+            return Err(tools::AppendError::Full);
         }
-        writeln!(f, "{line}").map_err(|e| e.to_string())?;
+        // One write of the whole line: a failed one may have written part of it.
+        writeln!(f, "{line}").map_err(|e| tools::AppendError::Unknown(e.to_string()))?;
         *count += 1;
         Ok(*count)
     }
@@ -485,8 +597,11 @@ async fn handle(
         }
         Reply::Stream(stream) => {
             log_decision(&stream);
+            for request in &stream.cancels {
+                app.cancel(&stream.session, request);
+            }
             if !stream.calls.is_empty() {
-                app.start_calls(stream.session.clone(), stream.stream, stream.calls.clone());
+                app.start_calls(stream.session.clone(), &stream);
             } else if app.shared && !stream.close && !app.runs_here(&stream.session, stream.stream) {
                 tokio::spawn(follow(
                     Arc::clone(&app),
@@ -528,9 +643,11 @@ async fn follow(app: Arc<App>, session: String, stream: u64, attachment: u32, mu
                 return app.close_follow(&key, attachment);
             }
         }
-        if let Some(lost) = &polled.stranded {
-            // The call's process is gone: the client gets the error now.
-            let _ = tx.send(Bytes::from(mcp_transport::server::stranded_frame(lost))).await;
+        if !polled.stranded.is_empty() {
+            // The call's process is gone: the client gets the errors now.
+            for lost in &polled.stranded {
+                let _ = tx.send(Bytes::from(mcp_transport::server::stranded_frame(lost))).await;
+            }
             return app.close_follow(&key, attachment);
         }
         if polled.done {
@@ -656,16 +773,17 @@ mod tests {
     fn the_journal_is_bounded_and_pages() {
         let dir = tempfile::tempdir().unwrap();
         let journal = Journal::open(dir.path().join("journal.txt")).unwrap();
+        let (s, id) = ("session", RequestId::Number(1));
         for i in 0..tools::MAX_JOURNAL_LINES {
-            assert_eq!(journal.append(&format!("line {i}")), Ok(i + 1));
+            assert_eq!(journal.append(s, &id, &format!("line {i}")), Ok(i + 1));
         }
-        assert!(journal.append("one too many").unwrap_err().contains("full"));
+        assert_eq!(journal.append(s, &id, "one too many"), Err(tools::AppendError::Full));
         let page = journal.page(998, 100).unwrap();
         assert_eq!(
             page,
             tools::JournalPage { lines: vec!["line 998".into(), "line 999".into()], total: 1000 }
         );
         let reopened = Journal::open(dir.path().join("journal.txt")).unwrap();
-        assert!(reopened.append("still full after a restart").is_err());
+        assert_eq!(reopened.append(s, &id, "still full after a restart"), Err(tools::AppendError::Full));
     }
 }

@@ -8,7 +8,9 @@
 use kv_host::gate_kv::{self, GateExports, GateKvInstance, GateKvPre, GateKvState, types};
 use kv_host::keyvalue::SharedKv;
 use mcp_transport::tools;
+use resume_gate::RequestId;
 use resume_gate::kv::Kv;
+use resume_gate_redis::ScriptError;
 use wasmtime::Engine;
 
 /// One gate-kv instance over a shared store.
@@ -84,7 +86,8 @@ use gate_kv::convert as kv_convert;
 
 mcp_transport::forward_gate_api!(KvGateHost, kv_convert);
 
-/// The `append` journal in the store, kept as the Spin app keeps it.
+/// The `append` journal in the store, kept as the Spin app keeps it. On Redis a line is
+/// appended by one atomic script, once per request (`tools::JournalKv`).
 pub struct KvJournal {
     kv: SharedKv,
 }
@@ -94,8 +97,8 @@ impl KvJournal {
         Self { kv }
     }
 
-    pub fn append(&self, line: &str) -> Result<u64, String> {
-        tools::append_to_kv_journal(self, line)
+    pub fn append(&self, session: &str, request: &RequestId, line: &str) -> Result<u64, tools::AppendError> {
+        tools::append_to_kv_journal(self, session, request, line)
     }
 
     pub fn page(&self, from: u64, limit: u64) -> Result<tools::JournalPage, String> {
@@ -114,5 +117,18 @@ impl tools::JournalKv for KvJournal {
 
     fn set(&self, key: &str, value: &[u8]) -> Result<(), String> {
         self.kv.clone().set(key, value).map_err(|e| e.0)
+    }
+
+    fn append_once(&self, request_key: &str, line: &str) -> Result<u64, tools::AppendError> {
+        let SharedKv::Redis(redis) = &self.kv else {
+            return tools::append_once_by_calls(self, request_key, line);
+        };
+        let (counter, prefix) = (tools::JOURNAL_COUNT_KEY, tools::JOURNAL_LINE_PREFIX);
+        match redis.append_once(counter, request_key, prefix, line, tools::MAX_JOURNAL_LINES) {
+            Ok(Some(n)) => Ok(n),
+            Ok(None) => Err(tools::AppendError::Full),
+            Err(ScriptError::NotSent(e)) => Err(tools::AppendError::Failed(e.0)),
+            Err(ScriptError::Unknown(e)) => Err(tools::AppendError::Unknown(e.0)),
+        }
     }
 }

@@ -22,7 +22,7 @@ import { createMcpExpressApp } from "@modelcontextprotocol/sdk/server/express.js
 import { CallToolRequestSchema, ErrorCode, ListToolsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
-import { loadGate } from "resume-gate";
+import { GATE_ERRORS, loadGate } from "resume-gate";
 import { gatedTransport } from "resume-gate/sdk";
 
 const { values: args } = parseArgs({
@@ -153,7 +153,8 @@ const transportFor = (options) =>
 const app = createMcpExpressApp();
 const sessions = new Map();
 
-const notFound = (res) => res.status(404).json({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
+const { status: NOT_FOUND, code: SESSION_NOT_FOUND } = GATE_ERRORS["unknown-session"];
+const notFound = (res) => res.status(NOT_FOUND).json({ jsonrpc: "2.0", error: { code: SESSION_NOT_FOUND, message: "Session not found" }, id: null });
 
 app.post("/mcp", async (req, res) => {
   const id = req.headers["mcp-session-id"];

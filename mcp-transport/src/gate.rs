@@ -7,7 +7,7 @@
 
 use resume_gate::{
     Config, Counters, Decision, Gate, GateError, MemoryStore, Opened, Origin, Polled, Recorded, RequestId,
-    SessionInfo, Store, Swept,
+    SessionInfo, Store, StreamStatus, Swept,
 };
 
 pub trait GateApi {
@@ -18,6 +18,17 @@ pub trait GateApi {
     fn has_session(&mut self, session: &str) -> Result<bool, GateError>;
     fn end_session(&mut self, session: &str) -> Result<(), GateError>;
     fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Opened, GateError>;
+    /// Claims a batch's further request ids for its stream, in order (`join-stream`).
+    fn join_stream(&mut self, session: &str, stream: u64, ids: &[RequestId]) -> Result<Vec<bool>, GateError>;
+    /// Whether `attachment` is still the stream's, whether it runs, what of it was cancelled.
+    fn check_stream(
+        &mut self,
+        session: &str,
+        stream: u64,
+        attachment: u32,
+    ) -> Result<StreamStatus, GateError>;
+    /// Forgets a request stream whose request was refused before it ran (`release-stream`).
+    fn release_stream(&mut self, session: &str, stream: u64) -> Result<(), GateError>;
     /// Records an event; the host writes its frame from the id and its own `data`.
     fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Recorded, GateError>;
     /// Records the stream's final response, as `emit` does.
@@ -83,6 +94,29 @@ macro_rules! forward_gate_api {
                 use $convert as convert;
                 let origin = convert::to_wit_origin(origin);
                 self.call(|g, s| g.call_open_stream(s, session, &origin)).map(convert::from_wit_opened)
+            }
+            fn join_stream(
+                &mut self,
+                session: &str,
+                stream: u64,
+                ids: &[::resume_gate::RequestId],
+            ) -> Result<Vec<bool>, ::resume_gate::GateError> {
+                use $convert as convert;
+                let ids = convert::to_wit_request_ids(ids);
+                self.call(|g, s| g.call_join_stream(s, session, stream, &ids))
+            }
+            fn check_stream(
+                &mut self,
+                session: &str,
+                stream: u64,
+                attachment: u32,
+            ) -> Result<::resume_gate::StreamStatus, ::resume_gate::GateError> {
+                use $convert as convert;
+                self.call(|g, s| g.call_check_stream(s, session, stream, attachment))
+                    .map(convert::from_wit_stream_status)
+            }
+            fn release_stream(&mut self, session: &str, stream: u64) -> Result<(), ::resume_gate::GateError> {
+                self.call(|g, s| g.call_release_stream(s, session, stream))
             }
             fn emit(
                 &mut self,
@@ -251,6 +285,23 @@ impl<S: Store> GateApi for InProcess<S> {
     fn open_stream(&mut self, session: &str, origin: &Origin) -> Result<Opened, GateError> {
         let now = self.tick()?;
         self.gate.open_stream(session, origin.clone(), now)
+    }
+    fn join_stream(&mut self, session: &str, stream: u64, ids: &[RequestId]) -> Result<Vec<bool>, GateError> {
+        let now = self.tick()?;
+        self.gate.join_stream(session, stream, ids, now)
+    }
+    fn check_stream(
+        &mut self,
+        session: &str,
+        stream: u64,
+        attachment: u32,
+    ) -> Result<StreamStatus, GateError> {
+        self.tick()?;
+        self.gate.check_stream(session, stream, attachment)
+    }
+    fn release_stream(&mut self, session: &str, stream: u64) -> Result<(), GateError> {
+        self.tick()?;
+        self.gate.release_stream(session, stream)
     }
     fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Recorded, GateError> {
         let now = self.tick()?;

@@ -42,13 +42,15 @@ pub enum ParseError {
     Invalid(&'static str),
     /// A method name over [`MAX_METHOD_LEN`] bytes: no such method exists.
     MethodTooLong { id: Option<RequestId> },
+    /// A batch with more messages than the server takes in one request.
+    BatchTooLarge,
 }
 
 impl ParseError {
     pub fn code(&self) -> i64 {
         match self {
             ParseError::NotJson => PARSE_ERROR,
-            ParseError::Batch | ParseError::Invalid(_) => INVALID_REQUEST,
+            ParseError::Batch | ParseError::Invalid(_) | ParseError::BatchTooLarge => INVALID_REQUEST,
             ParseError::MethodTooLong { .. } => METHOD_NOT_FOUND,
         }
     }
@@ -67,6 +69,7 @@ impl ParseError {
             ParseError::Batch => "Invalid Request: JSON-RPC batches are not part of this protocol revision",
             ParseError::Invalid(why) => why,
             ParseError::MethodTooLong { .. } => "Method not found: method names are at most 128 bytes",
+            ParseError::BatchTooLarge => "Invalid Request: too many messages in one batch",
         }
     }
 }
@@ -78,14 +81,25 @@ pub fn parse(body: &[u8]) -> Result<Message, ParseError> {
     }
 }
 
-/// A body that is a JSON array: each element parsed on its own (2025-03-26 batches).
-/// `None` when the body is not an array; an empty array is an invalid request.
-pub fn parse_batch(body: &[u8]) -> Option<Result<Vec<Result<Message, ParseError>>, ParseError>> {
-    let Ok(Value::Array(items)) = serde_json::from_slice(body) else { return None };
-    if items.is_empty() {
+/// A body that is a JSON array: each element parsed on its own (2025-03-26 batches), once
+/// the array is known to hold at most `max` elements (counted over the raw elements, so an
+/// oversized batch costs no parsed values). `None` when the body is not an array; an empty
+/// array is an invalid request.
+pub fn parse_batch(body: &[u8], max: usize) -> Option<Result<Vec<Result<Message, ParseError>>, ParseError>> {
+    if body.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
+        return None;
+    }
+    let Ok(raw) = serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(body) else { return None };
+    if raw.is_empty() {
         return Some(Err(ParseError::Invalid("Invalid Request: an empty batch")));
     }
-    Some(Ok(items.into_iter().map(parse_value).collect()))
+    if raw.len() > max {
+        return Some(Err(ParseError::BatchTooLarge));
+    }
+    Some(Ok(raw
+        .into_iter()
+        .map(|item| serde_json::from_str(item.get()).map_err(|_| ParseError::NotJson).and_then(parse_value))
+        .collect()))
 }
 
 fn parse_value(value: Value) -> Result<Message, ParseError> {

@@ -9,6 +9,8 @@
 //! # Layout
 //!
 //! - [`server`]: request → reply, in the spec's order of checks (method, headers, session).
+//! - [`calls`]: answering a stream's requests in order (a call, or a batch), for every host.
+//! - [`errors`]: the one table from a gate error to an HTTP status and JSON-RPC code.
 //! - [`gate`]: the `GateApi` trait a host implements over the component, and `InProcess`,
 //!   the core gate behind it for tests and the fuzzer.
 //! - [`hosts`]: the names a server answers to (DNS-rebinding protection).
@@ -17,6 +19,8 @@
 //! - [`sse`]: SSE frame encoding.
 //! - [`tools`]: the sample tools, run against a host's `ToolHost`.
 
+pub mod calls;
+pub mod errors;
 pub mod gate;
 pub mod hosts;
 pub mod jsonrpc;

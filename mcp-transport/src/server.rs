@@ -5,6 +5,7 @@
 use resume_gate::{Decision, GateError, Opened, Origin, RequestId, StaleReason};
 use serde_json::{Value, json};
 
+use crate::errors;
 use crate::gate::GateApi;
 use crate::hosts::AllowedHosts;
 use crate::jsonrpc::{
@@ -12,7 +13,7 @@ use crate::jsonrpc::{
 };
 use crate::protocol;
 use crate::sse;
-use crate::tools::{self, ToolCall};
+use crate::tools::{self, ToolCall, ToolHost};
 
 pub const SESSION_HEADER: &str = "mcp-session-id";
 pub const VERSION_HEADER: &str = "mcp-protocol-version";
@@ -101,11 +102,37 @@ pub fn mint_session_id(fill: impl FnOnce(&mut [u8]) -> bool) -> Option<String> {
     fill(&mut bytes).then(|| bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
-/// A `tools/call` for the host to run on `Stream::stream`.
+/// A request the host answers on `Stream::stream` when its turn comes: a tool call it runs,
+/// or (in a batch) a request the transport answers, computed only then, so that a batch is
+/// answered as it is produced and never built whole first.
 #[derive(Clone, Debug, PartialEq)]
-pub struct PendingCall {
-    pub request_id: RequestId,
-    pub call: ToolCall,
+pub enum PendingCall {
+    /// A `tools/call`: the host runs the tool.
+    Tool { id: RequestId, call: ToolCall },
+    /// A request of a batch the transport answers itself (`ping`, `tools/list`, …).
+    Answer { id: RequestId, method: String, params: Value },
+    /// A batch element refused already, with this error and nothing run: a request whose id
+    /// was used before in the session, or a malformed element (`id` unknown).
+    Refused { id: Option<RequestId>, error: String },
+}
+
+impl PendingCall {
+    /// The request it answers; `None` for a malformed element.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            Self::Tool { id, .. } | Self::Answer { id, .. } => Some(id),
+            Self::Refused { id, .. } => id.as_ref(),
+        }
+    }
+
+    /// The request's JSON-RPC response, running its tool on `host` if it is a tool call.
+    pub async fn respond(&self, host: &impl ToolHost) -> String {
+        match self {
+            Self::Tool { id, call } => tools::response(id, tools::call(call, host).await),
+            Self::Answer { id, method, params } => answer(id, method, params),
+            Self::Refused { error, .. } => error.clone(),
+        }
+    }
 }
 
 /// What the gate decided for a reconnect, for the host's structured log line.
@@ -114,7 +141,7 @@ pub struct DecisionLog {
     pub resumed: bool,
     pub reason: Option<StaleReason>,
     pub replayed: usize,
-    pub stranded: Option<RequestId>,
+    pub stranded: Vec<RequestId>,
 }
 
 /// An SSE reply: write `frames`, then close if `close`, else keep following `stream`.
@@ -128,9 +155,12 @@ pub struct Stream {
     /// host that follows the stream with `GateApi::poll` polls after it.
     pub follow_after: u64,
     pub close: bool,
-    /// Tool calls to run on the stream, in order (more than one only for a batch); the last
-    /// one's response is the stream's terminal event.
+    /// Requests to answer on the stream, in order (more than one only for a batch): run a
+    /// tool call, or compute a batch's other answers, when its turn comes; the last one's
+    /// response is the stream's terminal event (an empty one if it was cancelled).
     pub calls: Vec<PendingCall>,
+    /// Requests of this session a batch's `notifications/cancelled` named.
+    pub cancels: Vec<RequestId>,
     pub decision: Option<DecisionLog>,
 }
 
@@ -152,7 +182,13 @@ pub struct ServerConfig {
     pub allowed_hosts: AllowedHosts,
     pub name: String,
     pub version: String,
+    /// Messages one 2025-03-26 batch may hold (`--max-batch`); more: `400`/`-32600`, before
+    /// anything is parsed beyond the array's elements' bounds.
+    pub max_batch: usize,
 }
+
+/// The default `max_batch`.
+pub const DEFAULT_MAX_BATCH: usize = 64;
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -160,6 +196,7 @@ impl Default for ServerConfig {
             allowed_hosts: AllowedHosts::localhost(),
             name: "resume-gate".into(),
             version: env!("CARGO_PKG_VERSION").into(),
+            max_batch: DEFAULT_MAX_BATCH,
         }
     }
 }
@@ -174,7 +211,7 @@ fn rpc_plain(status: u16, id: Option<&RequestId>, code: i64, message: &str) -> P
 
 /// `404`: the client must start over with `initialize`.
 fn session_not_found() -> Plain {
-    rpc_plain(404, None, -32001, "Session not found")
+    gate_error_plain(&GateError::UnknownSession, None)
 }
 
 fn unavailable(id: Option<&RequestId>, message: &str) -> Plain {
@@ -188,38 +225,28 @@ fn rpc_error(status: u16, id: Option<&RequestId>, code: i64, message: &str) -> R
     Reply::Plain(rpc_plain(status, id, code, message))
 }
 
-/// The HTTP answer for a gate error. A store failure is `503`, never `404`: a `404` tells
-/// the client its session is gone, and it would start over and run its call again.
+/// The HTTP answer for a gate error, from [`errors::TABLE`]. A store failure is `503`, never
+/// `404`: a `404` tells the client its session is gone, and it would start over and run its
+/// call again.
 pub fn gate_error_reply(e: &GateError, id: Option<&RequestId>) -> Reply {
     Reply::Plain(gate_error_plain(e, id))
 }
 
 fn gate_error_plain(e: &GateError, id: Option<&RequestId>) -> Plain {
-    let rpc_error = rpc_plain;
-    match e {
-        GateError::UnknownSession => session_not_found(),
-        GateError::InvalidSessionId => {
-            rpc_error(400, id, INVALID_REQUEST, "Bad Request: invalid Mcp-Session-Id")
-        }
-        GateError::InvalidRequestId => {
-            rpc_error(400, None, INVALID_REQUEST, "Invalid Request: a string id is at most 256 bytes")
-        }
-        GateError::DuplicateRequestId => rpc_error(
-            400,
-            id,
-            INVALID_REQUEST,
-            "Invalid Request: this request id was already used in this session",
-        ),
-        GateError::TooManySessions
-        | GateError::TooManyStreams
-        | GateError::OverBudget
-        | GateError::Store(_) => unavailable(id, &e.to_string()),
-        _ => rpc_error(500, id, INTERNAL_ERROR, &format!("Internal error: {e}")),
+    let (status, code) = errors::http_answer(e);
+    // An id the gate refused is not echoed; a session-level answer names no request.
+    let id = match e {
+        GateError::InvalidRequestId | GateError::UnknownSession => None,
+        _ => id,
+    };
+    Plain {
+        retry_after: (status == 503).then_some(RETRY_AFTER_SECONDS),
+        ..rpc_plain(status, id, code, &errors::message(e))
     }
 }
 
 /// The response to a request the transport answers itself (all but a valid `tools/call`).
-fn answer(id: &RequestId, method: &str, params: &Value) -> String {
+pub(crate) fn answer(id: &RequestId, method: &str, params: &Value) -> String {
     match method {
         "tools/call" => match ToolCall::from_params(params) {
             Ok(_) => jsonrpc::error(Some(id), INTERNAL_ERROR, "a tool call is run by the host"),
@@ -352,10 +379,19 @@ impl Server {
             );
         }
         if version == protocol::BATCHES
-            && let Some(batch) = jsonrpc::parse_batch(&req.body)
+            && let Some(batch) = jsonrpc::parse_batch(&req.body, self.config.max_batch)
         {
             return match batch {
                 Ok(items) => self.batch(gate, req, version, items),
+                Err(jsonrpc::ParseError::BatchTooLarge) => {
+                    let max = self.config.max_batch;
+                    rpc_error(
+                        400,
+                        None,
+                        INVALID_REQUEST,
+                        &format!("Invalid Request: a batch holds at most {max} messages"),
+                    )
+                }
                 Err(e) => rpc_error(400, None, e.code(), e.message()),
             };
         }
@@ -421,7 +457,7 @@ impl Server {
         if method == "tools/call"
             && let Ok(call) = ToolCall::from_params(&params)
         {
-            stream.calls.push(PendingCall { request_id: id, call });
+            stream.calls.push(PendingCall::Tool { id, call });
             return Reply::Stream(stream);
         }
         let response = answer(&id, &method, &params);
@@ -436,10 +472,13 @@ impl Server {
         }
     }
 
-    /// A 2025-03-26 batch: notifications and responses alone are `202`; with requests, one
-    /// stream answers each of them in order (tool calls run by the host, last), the last
-    /// response being the stream's terminal event. The stream is opened for the first
-    /// request's id, which is the one the gate claims. `initialize` must come alone.
+    /// A 2025-03-26 batch (at most `max_batch` messages): notifications and responses alone
+    /// are `202`; with requests, one stream answers each of them in order (the transport's
+    /// answers first, tool calls last, each computed when its turn comes), the last response
+    /// being the stream's terminal event. Every request claims its id in the batch's order
+    /// before any runs: the first opens the stream, the others join it, and one whose id is
+    /// already held (earlier in the batch, or in the session) gets its own `-32600` and runs
+    /// nothing. `initialize` must come alone.
     fn batch(
         &self,
         gate: &mut (impl GateApi + ?Sized),
@@ -456,59 +495,101 @@ impl Server {
             Err(refused) => return Reply::Plain(refused),
         };
         let mut cancels = Vec::new();
-        let mut answers = Vec::new();
-        let mut calls = Vec::new();
-        let mut first = None;
+        let mut requests = Vec::new();
+        let mut malformed = Vec::new();
         for item in items {
             match item {
-                Ok(Message::Request { id, method, params }) => {
-                    first.get_or_insert_with(|| id.clone());
-                    match (method.as_str(), ToolCall::from_params(&params)) {
-                        ("tools/call", Ok(call)) => calls.push(PendingCall { request_id: id, call }),
-                        _ => answers.push(answer(&id, &method, &params)),
-                    }
-                }
+                Ok(Message::Request { id, method, params }) => requests.push((id, method, params)),
                 Ok(Message::Notification { method, params }) => cancels.extend(cancelled(&method, &params)),
                 Ok(Message::Response) => {}
-                Err(e) => answers.push(jsonrpc::error(e.id(), e.code(), e.message())),
+                Err(e) => malformed.push(jsonrpc::error(e.id(), e.code(), e.message())),
             }
         }
-        let Some(first) = first else {
-            return match Self::known_session(gate, session) {
-                Ok(session) => Reply::Accepted { session, cancels },
-                Err(refused) => Reply::Plain(refused),
+        if requests.is_empty() {
+            return match (Self::known_session(gate, session), malformed.is_empty()) {
+                (Err(refused), _) => Reply::Plain(refused),
+                (Ok(session), true) => Reply::Accepted { session, cancels },
+                // Nothing to stream: the errors are the answer.
+                (Ok(_), false) => Reply::Plain(Plain {
+                    status: 400,
+                    body: Some(format!("[{}]", malformed.join(","))),
+                    ..Plain::default()
+                }),
             };
-        };
+        }
         if let Some(refused) = Self::require_sse(req, None) {
             return refused;
         }
-        let opened = match gate.open_stream(&session, &Origin::Request(first.clone())) {
-            Ok(opened) => opened,
-            Err(e) => return gate_error_reply(&e, Some(&first)),
+        let (opened, claimed) = match Self::claim_all(gate, &session, &requests) {
+            Ok(Some(claims)) => claims,
+            // Every request's id was used before: nothing to run, nothing to stream.
+            Ok(None) => {
+                let refused: Vec<String> =
+                    requests.iter().map(|(id, _, _)| duplicate(id)).chain(malformed).collect();
+                return Reply::Plain(Plain {
+                    status: 400,
+                    body: Some(format!("[{}]", refused.join(","))),
+                    ..Plain::default()
+                });
+            }
+            Err((e, id)) => return gate_error_reply(&e, id.as_ref()),
         };
         let mut stream = self.new_stream(&session, &opened, version, None);
-        let last = if calls.is_empty() { answers.pop() } else { None };
-        for data in &answers {
-            match gate.emit(&session, opened.stream, data) {
-                Ok(event) => {
-                    stream.frames.push(sse::recorded(&event, data));
-                    stream.follow_after = event.seq;
+        let mut answers = Vec::new();
+        let mut tools = Vec::new();
+        for ((id, method, params), claimed) in requests.into_iter().zip(claimed) {
+            let pending = match (claimed, method.as_str(), ToolCall::from_params(&params)) {
+                (false, _, _) => PendingCall::Refused { error: duplicate(&id), id: Some(id) },
+                (true, "tools/call", Ok(call)) => {
+                    tools.push(PendingCall::Tool { id, call });
+                    continue;
                 }
-                Err(e) => return gate_error_reply(&e, Some(&first)),
+                (true, _, _) => PendingCall::Answer { id, method, params },
+            };
+            answers.push(pending);
+        }
+        // A malformed element has no id to claim; its error goes out with the answers.
+        answers.extend(malformed.into_iter().map(|error| PendingCall::Refused { id: None, error }));
+        answers.extend(tools);
+        stream.calls = answers;
+        stream.cancels = cancels;
+        Reply::Stream(stream)
+    }
+
+    /// Claims the ids of a batch's requests in order: the first that is free opens the
+    /// stream, the later ones join it. Which were claimed; `None` when none was free. On an
+    /// error, the stream opened for the batch is released again, so its retry is not refused.
+    #[allow(clippy::type_complexity)]
+    fn claim_all(
+        gate: &mut (impl GateApi + ?Sized),
+        session: &str,
+        requests: &[(RequestId, String, Value)],
+    ) -> Result<Option<(Opened, Vec<bool>)>, (GateError, Option<RequestId>)> {
+        let mut claimed = Vec::with_capacity(requests.len());
+        let mut opened = None;
+        for (id, _, _) in requests {
+            match gate.open_stream(session, &Origin::Request(id.clone())) {
+                Ok(o) => {
+                    opened = Some(o);
+                    claimed.push(true);
+                    break;
+                }
+                Err(GateError::DuplicateRequestId) => claimed.push(false),
+                Err(e) => return Err((e, Some(id.clone()))),
             }
         }
-        match last {
-            Some(data) => match gate.terminal(&session, opened.stream, &data) {
-                Ok(event) => {
-                    stream.frames.push(sse::recorded(&event, &data));
-                    stream.follow_after = event.seq;
-                    stream.close = true;
+        let Some(opened) = opened else { return Ok(None) };
+        let rest: Vec<RequestId> = requests[claimed.len()..].iter().map(|(id, _, _)| id.clone()).collect();
+        if !rest.is_empty() {
+            match gate.join_stream(session, opened.stream, &rest) {
+                Ok(joined) => claimed.extend(joined),
+                Err(e) => {
+                    let _ = gate.release_stream(session, opened.stream);
+                    return Err((e, None));
                 }
-                Err(e) => return gate_error_reply(&e, Some(&first)),
-            },
-            None => stream.calls = calls,
+            }
         }
-        Reply::Stream(stream)
+        Ok(Some((opened, claimed)))
     }
 
     fn new_stream(
@@ -530,6 +611,7 @@ impl Server {
             follow_after: opened.priming.seq,
             close: false,
             calls: Vec::new(),
+            cancels: Vec::new(),
             decision,
         }
     }
@@ -597,15 +679,16 @@ impl Server {
                     stranded: r.stranded.clone(),
                 };
                 // Its writer is gone: what it stored, then the error, instead of a wait.
-                frames.extend(r.stranded.as_ref().map(stranded_frame));
+                frames.extend(r.stranded.iter().map(stranded_frame));
                 Reply::Stream(Stream {
                     session,
                     stream: r.stream,
                     attachment: r.attachment,
                     frames,
                     follow_after,
-                    close: r.includes_terminal || r.stranded.is_some(),
+                    close: r.includes_terminal || !r.stranded.is_empty(),
                     calls: Vec::new(),
+                    cancels: Vec::new(),
                     decision: Some(decision),
                 })
             }
@@ -619,7 +702,7 @@ impl Server {
                 let mut stream = self.new_stream(&session, &f.opened, version, Some(decision));
                 // Never an empty stream that closes at once: the fresh stream stays open, and a
                 // request whose result was lost gets an error instead of silence.
-                if let Some(lost) = &f.stranded {
+                for lost in &f.stranded {
                     let error = result_lost(lost);
                     if let Ok(event) = gate.emit(&session, f.opened.stream, &error) {
                         stream.frames.push(sse::recorded(&event, &error));
@@ -642,6 +725,11 @@ impl Server {
             Err(e) => gate_error_reply(&e, None),
         }
     }
+}
+
+/// The `-32600` a request gets when its id was used before in the session.
+fn duplicate(id: &RequestId) -> String {
+    jsonrpc::error(Some(id), INVALID_REQUEST, &errors::message(&GateError::DuplicateRequestId))
 }
 
 /// The JSON-RPC error that answers a request whose result was lost (its stream evicted,

@@ -291,7 +291,7 @@ mod streams {
             "params": {"name": "countdown", "arguments": {"n": 1}}});
         let st = stream(h.handle(&post(Some(&s), &body)));
         assert!(!st.close);
-        assert_eq!(st.calls[0].request_id, RequestId::Number(3));
+        assert_eq!(st.calls[0].id(), Some(&RequestId::Number(3)));
     }
 }
 
@@ -331,7 +331,7 @@ mod reconnects {
         let g1 = stream(h.handle(&request("GET", Some(&s))));
         let _g2 = stream(h.handle(&request("GET", Some(&s))));
         let st = h.get(&s, &first_id(&g1));
-        assert_eq!(st.decision.unwrap().stranded, None);
+        assert!(st.decision.unwrap().stranded.is_empty());
         // A request stream whose events after the cursor were evicted is stranded.
         h.gate
             .gate
@@ -362,7 +362,7 @@ mod reconnects {
         assert_eq!((m[1]["id"].clone(), m[1]["error"]["code"].clone()), (json!(3), json!(RESULT_LOST)));
         assert_eq!(m.len(), 2);
         assert!(st.close, "the response ends with the error");
-        assert_eq!(st.decision.unwrap().stranded, Some(RequestId::Number(3)));
+        assert_eq!(st.decision.unwrap().stranded, [RequestId::Number(3)]);
     }
 
     #[test]
@@ -380,7 +380,7 @@ mod reconnects {
         let st = h.get(&s, &cursor);
         let d = st.decision.clone().unwrap();
         assert!(!d.resumed);
-        assert_eq!(d.stranded, None);
+        assert!(d.stranded.is_empty());
         assert!(messages(&st).is_empty(), "no response for a cancelled request: {:?}", st.frames);
     }
 
@@ -415,7 +415,20 @@ mod reconnects {
 }
 
 mod batches {
+    //! Exactly once per (session, request id), whatever carries the request: every element of
+    //! a batch claims its id before any runs, and a duplicate runs nothing.
+    use std::cell::{Cell, RefCell};
+    use std::collections::HashSet;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use resume_gate::GateError;
+
     use super::*;
+    use crate::calls::{self, Answered, CallHost};
+    use crate::server::PendingCall;
+    use crate::tools::{JournalPage, ToolHost};
 
     fn batch(h: &mut Harness, session: &str, version: Option<&str>, body: Value) -> Reply {
         let mut req = post(Some(session), &body);
@@ -426,43 +439,298 @@ mod batches {
         h.handle(&req)
     }
 
+    fn call(id: i64, tool: &str, arguments: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+    }
+
+    fn ping(id: i64) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
+    }
+
+    /// A host answering one stream over the harness's gate: tools finish at once, `append`
+    /// counts into `journal`, frames go to `frames`.
+    struct TestHost<'a> {
+        gate: RefCell<&'a mut NativeGate>,
+        session: String,
+        stream: u64,
+        journal: &'a RefCell<Vec<String>>,
+        frames: RefCell<Vec<String>>,
+        cancelled: HashSet<RequestId>,
+        lost: RefCell<Vec<RequestId>>,
+        /// After this many records the session is ended (its state vanishes).
+        vanish_after: Cell<Option<usize>>,
+    }
+
+    impl ToolHost for TestHost<'_> {
+        fn sleep(&self, _ms: u64) -> impl Future<Output = bool> + Send {
+            std::future::ready(true)
+        }
+        fn notify(&self, message: String) -> bool {
+            self.record(&message, false).is_ok()
+        }
+        fn close_connection(&self) {}
+        fn append(&self, line: &str) -> Result<u64, crate::tools::AppendError> {
+            self.journal.borrow_mut().push(line.to_owned());
+            Ok(self.journal.borrow().len() as u64)
+        }
+        fn journal(&self, _: u64, _: u64) -> Result<JournalPage, String> {
+            Ok(JournalPage::default())
+        }
+    }
+
+    impl CallHost for TestHost<'_> {
+        fn record(&self, data: &str, terminal: bool) -> Result<(), GateError> {
+            if let Some(n) = self.vanish_after.get() {
+                if n == 0 {
+                    self.gate.borrow_mut().end_session(&self.session)?;
+                }
+                self.vanish_after.set(n.checked_sub(1));
+            }
+            let mut gate = self.gate.borrow_mut();
+            let recorded = if terminal {
+                gate.terminal(&self.session, self.stream, data)
+            } else {
+                gate.emit(&self.session, self.stream, data)
+            }?;
+            self.frames.borrow_mut().push(crate::sse::recorded(&recorded, data));
+            Ok(())
+        }
+        fn cancelled(&self, id: &RequestId) -> bool {
+            self.cancelled.contains(id)
+        }
+        fn lost(&self, ids: &[RequestId]) {
+            self.lost.borrow_mut().extend_from_slice(ids);
+        }
+    }
+
+    /// Runs the stream's pending requests as a host does; the frames written, how it ended,
+    /// and the requests answered `-32001` directly.
+    fn run(
+        h: &mut Harness,
+        st: &Stream,
+        journal: &RefCell<Vec<String>>,
+        cancelled: &[RequestId],
+        vanish_after: Option<usize>,
+    ) -> (Vec<Value>, Answered, Vec<RequestId>) {
+        let host = TestHost {
+            gate: RefCell::new(&mut h.gate),
+            session: st.session.clone(),
+            stream: st.stream,
+            journal,
+            frames: RefCell::new(st.frames.clone()),
+            cancelled: cancelled.iter().cloned().collect(),
+            lost: RefCell::new(Vec::new()),
+            vanish_after: Cell::new(vanish_after),
+        };
+        let answered = {
+            let mut future = pin!(calls::answer(&st.calls, &host));
+            let Poll::Ready(answered) = future.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
+                panic!("the test tools never wait")
+            };
+            answered
+        };
+        let frames = Stream { frames: host.frames.into_inner(), ..st.clone() };
+        (messages(&frames), answered, host.lost.into_inner())
+    }
+
+    fn ids(messages: &[Value]) -> Vec<Value> {
+        messages.iter().map(|m| m["id"].clone()).collect()
+    }
+
+    fn codes(messages: &[Value]) -> Vec<Option<i64>> {
+        messages.iter().map(|m| m["error"]["code"].as_i64()).collect()
+    }
+
     #[test]
     fn a_2025_03_26_batch_of_requests_is_answered_on_one_stream_in_order() {
         let mut h = Harness::new();
         let s = h.initialize();
         let body = json!([
-            {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+            ping(1),
             {"jsonrpc": "2.0", "method": "notifications/initialized"},
             {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
             {"jsonrpc": "2.0", "id": 3, "method": "no/such"},
             17,
         ]);
         let st = stream(batch(&mut h, &s, None, body));
-        let ids: Vec<Value> = messages(&st).iter().map(|m| m["id"].clone()).collect();
+        assert!(messages(&st).is_empty(), "nothing is answered before the host's turn: {st:?}");
+        let journal = RefCell::new(Vec::new());
+        let (sent, answered, _) = run(&mut h, &st, &journal, &[], None);
         assert_eq!(
-            ids,
+            ids(&sent),
             [json!(1), json!(2), json!(3), Value::Null],
             "one response per request, then the error"
         );
-        assert!(st.close, "the last response is the terminal event");
-        let again = json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]);
+        assert_eq!(answered, Answered::All, "the last response is the terminal event");
+        let again = json!([ping(1)]);
         assert_eq!(plain(batch(&mut h, &s, Some("2025-03-26"), again)).status, 400, "id 1 was claimed");
     }
 
     #[test]
-    fn tool_calls_in_a_batch_are_handed_to_the_host_in_order() {
+    fn tool_calls_in_a_batch_run_after_the_transports_answers_in_order() {
         let mut h = Harness::new();
         let s = h.initialize();
         let body = json!([
-            {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "countdown", "arguments": {"n": 1}}},
-            {"jsonrpc": "2.0", "id": 6, "method": "ping"},
-            {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "test_simple_text"}},
+            call(5, "append", json!({"text": "a"})),
+            ping(6),
+            call(7, "append", json!({"text": "b"}))
         ]);
         let st = stream(batch(&mut h, &s, Some("2025-03-26"), body));
-        let ids: Vec<RequestId> = st.calls.iter().map(|c| c.request_id.clone()).collect();
-        assert_eq!(ids, [RequestId::Number(5), RequestId::Number(7)]);
-        assert_eq!(messages(&st)[0]["id"], json!(6), "what the transport answers goes first");
-        assert!(!st.close);
+        let order: Vec<Option<&RequestId>> = st.calls.iter().map(PendingCall::id).collect();
+        assert_eq!(
+            order,
+            [Some(&RequestId::Number(6)), Some(&RequestId::Number(5)), Some(&RequestId::Number(7))]
+        );
+        let journal = RefCell::new(Vec::new());
+        let (sent, _, _) = run(&mut h, &st, &journal, &[], None);
+        assert_eq!(ids(&sent), [json!(6), json!(5), json!(7)]);
+        assert_eq!(*journal.borrow(), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_request_of_a_batch_whose_id_is_reused_alone_later_runs_nothing() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let journal = RefCell::new(Vec::new());
+        let st = stream(batch(&mut h, &s, None, json!([ping(10), call(11, "append", json!({"text": "x"}))])));
+        run(&mut h, &st, &journal, &[], None);
+        let again = post(Some(&s), &call(11, "append", json!({"text": "x"})));
+        let p = plain(h.handle(&again));
+        assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST));
+        assert_eq!(journal.borrow().len(), 1, "append ran once");
+    }
+
+    #[test]
+    fn a_duplicate_inside_one_batch_gets_its_own_32600_and_runs_nothing() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let journal = RefCell::new(Vec::new());
+        let body =
+            json!([call(20, "append", json!({"text": "x"})), call(20, "append", json!({"text": "x"}))]);
+        let st = stream(batch(&mut h, &s, None, body));
+        let (sent, _, _) = run(&mut h, &st, &journal, &[], None);
+        assert_eq!(
+            codes(&sent),
+            [Some(INVALID_REQUEST), None],
+            "the refusal is answered first, then the call"
+        );
+        assert_eq!(journal.borrow().len(), 1, "append ran once");
+    }
+
+    #[test]
+    fn a_batch_reusing_an_id_the_session_holds_refuses_that_element_and_answers_the_rest() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let journal = RefCell::new(Vec::new());
+        let alone = stream(h.handle(&post(Some(&s), &call(30, "append", json!({"text": "x"})))));
+        run(&mut h, &alone, &journal, &[], None);
+        let st = stream(batch(&mut h, &s, None, json!([ping(31), call(30, "append", json!({"text": "x"}))])));
+        let (sent, _, _) = run(&mut h, &st, &journal, &[], None);
+        assert_eq!(ids(&sent), [json!(31), json!(30)]);
+        assert_eq!(codes(&sent), [None, Some(INVALID_REQUEST)]);
+        assert_eq!(journal.borrow().len(), 1, "append ran once");
+
+        let all_used = json!([call(30, "append", json!({"text": "x"})), ping(31)]);
+        let p = plain(batch(&mut h, &s, None, all_used));
+        let refused: Value = serde_json::from_str(p.body.as_deref().unwrap()).unwrap();
+        assert_eq!(p.status, 400, "every id used before: nothing to stream");
+        assert_eq!(refused.as_array().map(Vec::len), Some(2), "one -32600 each: {refused}");
+        assert_eq!(journal.borrow().len(), 1);
+    }
+
+    #[test]
+    fn a_cancelled_request_of_a_batch_gets_no_response_and_the_others_do() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let journal = RefCell::new(Vec::new());
+        let body = json!([
+            call(40, "append", json!({"text": "a"})),
+            call(41, "append", json!({"text": "b"})),
+            ping(42)
+        ]);
+        let st = stream(batch(&mut h, &s, None, body));
+        assert!(h.gate.abort_request(&s, &RequestId::Number(41)).unwrap(), "the gate finds any element");
+        let status = h.gate.check_stream(&s, st.stream, st.attachment).unwrap();
+        assert_eq!((status.running, &status.cancelled[..]), (true, &[RequestId::Number(41)][..]));
+        let (sent, answered, _) = run(&mut h, &st, &journal, &status.cancelled, None);
+        assert_eq!(ids(&sent), [json!(42), json!(40)]);
+        assert_eq!(answered, Answered::All);
+        assert_eq!(*journal.borrow(), ["a"], "the cancelled call never ran");
+    }
+
+    #[test]
+    fn a_batch_whose_last_request_was_cancelled_ends_with_an_empty_terminal_event() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let journal = RefCell::new(Vec::new());
+        let st = stream(batch(&mut h, &s, None, json!([ping(50), call(51, "append", json!({"text": "a"}))])));
+        h.gate.abort_request(&s, &RequestId::Number(51)).unwrap();
+        let (sent, answered, _) = run(&mut h, &st, &journal, &[RequestId::Number(51)], None);
+        assert_eq!((ids(&sent), answered), (vec![json!(50)], Answered::All));
+        let status = h.gate.check_stream(&s, st.stream, st.attachment).unwrap();
+        assert!(!status.running, "the stream ended with its terminal event");
+        assert!(journal.borrow().is_empty());
+        // Cancelling every request ends the stream.
+        let st = stream(batch(&mut h, &s, None, json!([ping(52), ping(53)])));
+        h.gate.abort_request(&s, &RequestId::Number(52)).unwrap();
+        assert!(h.gate.check_stream(&s, st.stream, st.attachment).unwrap().running);
+        h.gate.abort_request(&s, &RequestId::Number(53)).unwrap();
+        assert!(!h.gate.check_stream(&s, st.stream, st.attachment).unwrap().running);
+    }
+
+    #[test]
+    fn a_resume_takes_over_the_whole_batch_and_a_stranded_batch_names_each_request() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let journal: RefCell<Vec<String>> = RefCell::new(Vec::new());
+        let st = stream(batch(&mut h, &s, None, json!([ping(60), call(61, "append", json!({"text": "a"}))])));
+        // The ping was answered, then the connection dropped; the GET resume takes the stream over.
+        let pong = h.gate.emit(&s, st.stream, r#"{"jsonrpc":"2.0","id":60,"result":{}}"#).unwrap();
+        let cursor = pong.id;
+        h.gate.detach(&s, st.stream, st.attachment).unwrap();
+        let resumed = h.get(&s, &cursor);
+        assert_eq!((resumed.stream, resumed.decision.as_ref().map(|d| d.resumed)), (st.stream, Some(true)));
+        let old = h.gate.check_stream(&s, st.stream, st.attachment).unwrap();
+        assert!(!old.attached && old.running, "the batch runs on, for the new connection");
+        // Its writer then stops renewing its lease: every request of the batch is stranded.
+        h.gate.advance(resume_gate::Config::DEFAULT_LEASE_MS + 1);
+        let after = h.get(&s, &cursor);
+        assert_eq!(after.decision.unwrap().stranded, [RequestId::Number(60), RequestId::Number(61)]);
+        assert!(journal.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_call_whose_state_vanished_answers_its_requests_with_32001_at_once() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let journal = RefCell::new(Vec::new());
+        let body = json!([ping(70), call(71, "countdown", json!({"n": 3, "interval_ms": 0})), ping(72)]);
+        let mut st = stream(batch(&mut h, &s, None, body));
+        for pending in &mut st.calls {
+            if let PendingCall::Tool { call, .. } = pending {
+                call.progress_token = Some(json!("p"));
+            }
+        }
+        let journal: RefCell<Vec<String>> = journal;
+        let (_, answered, lost) = run(&mut h, &st, &journal, &[], Some(1));
+        assert_eq!(answered, Answered::Lost(GateError::UnknownSession));
+        assert_eq!(lost, [RequestId::Number(72), RequestId::Number(71)], "every request not answered yet");
+    }
+
+    #[test]
+    fn batches_are_bounded_before_anything_is_claimed() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let max = h.server.config.max_batch;
+        let over: Vec<Value> = (0..=max as i64).map(ping).collect();
+        let p = plain(batch(&mut h, &s, None, Value::Array(over)));
+        assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST));
+        assert!(p.body.unwrap().contains(&max.to_string()), "the error names the bound");
+        let at: Vec<Value> = (0..max as i64).map(ping).collect();
+        let st = stream(batch(&mut h, &s, None, Value::Array(at)));
+        let journal = RefCell::new(Vec::new());
+        let (sent, _, _) = run(&mut h, &st, &journal, &[], None);
+        assert_eq!(sent.len(), max, "ids 0 to max - 1 were free: the refused batch claimed none");
     }
 
     #[test]
@@ -482,7 +750,7 @@ mod batches {
     fn later_revisions_empty_batches_and_a_batched_initialize_are_400() {
         let mut h = Harness::new();
         let s = h.initialize();
-        let ping = json!([{"jsonrpc": "2.0", "id": 1, "method": "ping"}]);
+        let ping = json!([ping(1)]);
         for version in ["2025-06-18", "2025-11-25"] {
             let p = plain(batch(&mut h, &s, Some(version), ping.clone()));
             assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST), "{version}");
@@ -492,5 +760,24 @@ mod batches {
         let init = json!([{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}]);
         assert_eq!(plain(batch(&mut h, &s, None, init)).status, 400);
         assert_eq!(plain(batch(&mut h, "nobody", None, ping)).status, 404);
+    }
+
+    #[test]
+    fn pathologically_nested_json_is_a_400_parse_error() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let req = HttpRequest { body: deep.into_bytes(), ..request("POST", Some(&s)) };
+        let p = plain(h.handle(&req));
+        assert_eq!((p.status, error_code(&p)), (400, PARSE_ERROR));
+        let mut req = post(Some(&s), &json!({}));
+        req.body = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{}{}}}",
+            "{\"a\":".repeat(50_000),
+            "}".repeat(50_000)
+        )
+        .into_bytes();
+        let p = plain(h.handle(&req));
+        assert_eq!((p.status, error_code(&p)), (400, PARSE_ERROR));
     }
 }

@@ -13,9 +13,11 @@ use resume_gate::RequestId;
 
 use crate::jsonrpc::{self, INVALID_PARAMS};
 
-/// Bounds on `countdown`, so a client cannot park a task forever.
+/// Bounds on `countdown`, so a client cannot park a task for long: steps, the wait between
+/// two, and the whole run (`n × interval_ms`).
 pub const MAX_COUNTDOWN_STEPS: u64 = 10_000;
 pub const MAX_COUNTDOWN_INTERVAL_MS: u64 = 60_000;
+pub const MAX_COUNTDOWN_MS: u64 = 10 * 60 * 1000;
 /// Longest tool name accepted (an unknown one is named in the error).
 pub const MAX_TOOL_NAME_BYTES: usize = 128;
 /// Longest progress token accepted: every progress notification repeats it.
@@ -31,17 +33,31 @@ pub const JOURNAL_PAGE_LINES: u64 = 100;
 pub const JOURNAL_PAGE_BYTES: usize = 256 * 1024;
 
 pub trait ToolHost {
-    fn sleep(&self, ms: u64) -> impl Future<Output = ()> + Send;
+    /// Waits `ms`; `false` when the call was given up meanwhile (cancelled, abandoned, its
+    /// state gone): the tool stops then.
+    fn sleep(&self, ms: u64) -> impl Future<Output = bool> + Send;
     /// Sends a JSON-RPC notification on the call's stream; `false` once the stream takes no
     /// more events (the call was cancelled): the tool stops then.
     fn notify(&self, message: String) -> bool;
     /// Ends the call's HTTP connection without ending the call (SEP-1699 polling).
     fn close_connection(&self);
-    /// Appends a line to the journal and returns the journal's new line count; fails once
-    /// the journal holds [`MAX_JOURNAL_LINES`].
-    fn append(&self, line: &str) -> Result<u64, String>;
+    /// Appends a line to the journal, once for the call's request, and returns its line
+    /// number; fails once the journal holds [`MAX_JOURNAL_LINES`].
+    fn append(&self, line: &str) -> Result<u64, AppendError>;
     /// Up to `limit` lines from line `from` (0-based), and how many the journal holds.
     fn journal(&self, from: u64, limit: u64) -> Result<JournalPage, String>;
+}
+
+/// Why an `append` wrote no line it can name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AppendError {
+    /// The journal holds [`MAX_JOURNAL_LINES`]; nothing was written.
+    Full,
+    /// Nothing was written (the store refused before the write was sent).
+    Failed(String),
+    /// The write was sent and no answer came (a timeout, a lost connection): the line may or
+    /// may not be there. Never reported as a failure, since it can still land.
+    Unknown(String),
 }
 
 /// A run of the journal's lines.
@@ -52,44 +68,91 @@ pub struct JournalPage {
 }
 
 /// The key-value calls of a journal kept in a store that many instances share (the Spin app,
-/// host-example `--store`): a counter numbers each line, so concurrent writers never take the
-/// same number, then the line goes under its own key.
+/// host-example `--store`). Every key carries the hash tag `{journal}`, so a Redis Cluster keeps
+/// the journal on one shard and a script may touch all of it; none starts with the gate's
+/// `rg/`, so the gate's garbage collection never takes one.
+///
+/// A line is appended once per request: `append_once` first looks for the line number its
+/// request key names, so a retry of the same request (after a timeout, say) finds the line
+/// instead of writing it again. Over plain key-value calls that is `get`, then `increment` to
+/// number the line, then the line, then the request key; a writer that dies between two of
+/// them leaves a numbered gap, which readers skip, so no lost write hides later lines. A store
+/// with scripts (Redis) overrides `append_once` with one atomic script.
 pub trait JournalKv {
     fn increment(&self, key: &str, delta: i64) -> Result<i64, String>;
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>, String>;
     fn set(&self, key: &str, value: &[u8]) -> Result<(), String>;
+
+    /// Appends `line` unless the request `request_key` names appended one already; the line's
+    /// number. A failure after a write was sent is [`AppendError::Unknown`].
+    fn append_once(&self, request_key: &str, line: &str) -> Result<u64, AppendError> {
+        append_once_by_calls(self, request_key, line)
+    }
 }
 
-const JOURNAL_COUNT_KEY: &str = "journal/count";
-
-fn journal_line_key(n: i64) -> String {
-    format!("journal/line/{n:06}")
-}
-
-/// Appends a line to the journal in `kv` (at most [`MAX_JOURNAL_LINES`]); its number.
-pub fn append_to_kv_journal(kv: &impl JournalKv, line: &str) -> Result<u64, String> {
+/// [`JournalKv::append_once`] over plain key-value calls (see the trait's docs).
+pub fn append_once_by_calls(
+    kv: &(impl JournalKv + ?Sized),
+    request_key: &str,
+    line: &str,
+) -> Result<u64, AppendError> {
+    if let Some(n) = kv.get(request_key).map_err(AppendError::Failed)? {
+        return parse_line_number(&n).ok_or_else(|| AppendError::Failed("an unreadable request key".into()));
+    }
     let max = MAX_JOURNAL_LINES as i64;
-    let n = kv.increment(JOURNAL_COUNT_KEY, 1)?;
+    let n = kv.increment(JOURNAL_COUNT_KEY, 1).map_err(AppendError::Unknown)?;
     if n > max {
         let _ = kv.increment(JOURNAL_COUNT_KEY, -1);
-        return Err(format!("the journal is full ({max} lines)"));
+        return Err(AppendError::Full);
     }
-    kv.set(&journal_line_key(n), line.as_bytes())?;
-    u64::try_from(n).map_err(|_| "journal count out of range".to_owned())
+    kv.set(&journal_line_key(n), line.as_bytes()).map_err(AppendError::Unknown)?;
+    kv.set(request_key, n.to_string().as_bytes()).map_err(AppendError::Unknown)?;
+    u64::try_from(n).map_err(|_| AppendError::Failed("journal count out of range".into()))
 }
 
-/// Up to `limit` lines from line `from` (0-based) of the journal in `kv`; stops at a line whose
-/// writer has not stored it yet. The count is read by adding 0: a counter's bytes are the
-/// backend's own (8 bytes on SQLite, ASCII decimal on Redis).
+/// The journal's line counter.
+pub const JOURNAL_COUNT_KEY: &str = "journal/{journal}/count";
+/// The keys of the journal's lines: this prefix, then the line number (6 digits).
+pub const JOURNAL_LINE_PREFIX: &str = "journal/{journal}/line/";
+
+pub fn journal_line_key(n: i64) -> String {
+    format!("{JOURNAL_LINE_PREFIX}{n:06}")
+}
+
+/// The key naming the line a request appended: by session and JSON-RPC id (its JSON, so that
+/// `1` and `"1"` differ).
+pub fn journal_request_key(session: &str, request: &RequestId) -> String {
+    // The session's length first: a session id may hold `/`.
+    format!("journal/{{journal}}/req/{}/{session}/{}", session.len(), jsonrpc::id_value(request))
+}
+
+fn parse_line_number(bytes: &[u8]) -> Option<u64> {
+    std::str::from_utf8(bytes).ok()?.trim().parse().ok()
+}
+
+/// Appends a line to the journal in `kv` (at most [`MAX_JOURNAL_LINES`]), once for `request`
+/// of `session`; its number.
+pub fn append_to_kv_journal(
+    kv: &impl JournalKv,
+    session: &str,
+    request: &RequestId,
+    line: &str,
+) -> Result<u64, AppendError> {
+    kv.append_once(&journal_request_key(session, request), line)
+}
+
+/// Up to `limit` lines from line `from` (0-based) of the journal in `kv`, skipping a number
+/// whose line is missing (its writer died, or has not stored it yet). The count is read by
+/// adding 0: a counter's bytes are the backend's own (8 bytes on SQLite, ASCII decimal on
+/// Redis).
 pub fn kv_journal_page(kv: &impl JournalKv, from: u64, limit: u64) -> Result<JournalPage, String> {
     let total = kv.increment(JOURNAL_COUNT_KEY, 0)?.clamp(0, MAX_JOURNAL_LINES as i64);
     let first = i64::try_from(from).unwrap_or(i64::MAX).saturating_add(1);
     let last = i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(first - 1).min(total);
     let mut lines = Vec::new();
     for n in first..=last {
-        match kv.get(&journal_line_key(n))? {
-            Some(bytes) => lines.push(String::from_utf8_lossy(&bytes).into_owned()),
-            None => break,
+        if let Some(bytes) = kv.get(&journal_line_key(n))? {
+            lines.push(String::from_utf8_lossy(&bytes).into_owned());
         }
     }
     Ok(JournalPage { lines, total: u64::try_from(total).unwrap_or(0) })
@@ -250,7 +313,15 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
                     "content": [{"type": "text", "text": count.to_string()}],
                     "structuredContent": {"lines": count}
                 }),
-                Err(e) => tool_error(format!("journal write failed: {e}")),
+                Err(AppendError::Full) => tool_error(format!(
+                    "the journal is full ({MAX_JOURNAL_LINES} lines); nothing was written"
+                )),
+                Err(AppendError::Failed(e)) => {
+                    tool_error(format!("journal write failed, nothing was written: {e}"))
+                }
+                Err(AppendError::Unknown(e)) => tool_error(format!(
+                    "journal write outcome unknown: the line may have been written; read the journal before appending it again ({e})"
+                )),
             })
         }
         "journal" => {
@@ -277,8 +348,13 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
                     None => return bad("`interval_ms` must be an integer from 0 to 60000"),
                 },
             };
+            if n.saturating_mul(interval) > MAX_COUNTDOWN_MS {
+                return bad("`n` × `interval_ms` must be at most 600000 (10 minutes)");
+            }
             for i in 1..=n {
-                host.sleep(interval).await;
+                if !host.sleep(interval).await {
+                    return Ok(tool_error("cancelled"));
+                }
                 if let Some(token) = &call.progress_token
                     && !host.notify(progress(token, i, n))
                 {
@@ -290,8 +366,8 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
         "test_simple_text" => Ok(text("This is a simple text response for testing.")),
         "test_tool_with_progress" => {
             for (i, p) in [0, 50, 100].into_iter().enumerate() {
-                if i > 0 {
-                    host.sleep(50).await;
+                if i > 0 && !host.sleep(50).await {
+                    return Ok(tool_error("cancelled"));
                 }
                 if let Some(token) = &call.progress_token {
                     host.notify(progress(token, p, 100));
@@ -304,8 +380,8 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
                 .into_iter()
                 .enumerate()
             {
-                if i > 0 {
-                    host.sleep(50).await;
+                if i > 0 && !host.sleep(50).await {
+                    return Ok(tool_error("cancelled"));
                 }
                 host.notify(jsonrpc::notification(
                     "notifications/message",
@@ -316,9 +392,13 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
         }
         "test_error_handling" => Ok(tool_error("This tool intentionally returns an error for testing")),
         "test_reconnection" => {
-            host.sleep(100).await;
+            if !host.sleep(100).await {
+                return Ok(tool_error("cancelled"));
+            }
             host.close_connection();
-            host.sleep(300).await;
+            if !host.sleep(300).await {
+                return Ok(tool_error("cancelled"));
+            }
             Ok(text("Reconnection test completed successfully"))
         }
         other => Err((INVALID_PARAMS, format!("unknown tool: {other}"))),

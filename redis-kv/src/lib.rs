@@ -49,6 +49,32 @@ redis.call('SET', KEYS[1], ARGV[2])
 return 1
 ";
 
+/// Appends a line once per request, atomically: `KEYS[1]` the line counter, `KEYS[2]` the
+/// request's key, `KEYS[3]` the prefix of the lines' keys (all under one hash tag); `ARGV[1]`
+/// the line, `ARGV[2]` the most lines kept. Returns the line's number, the one the request got
+/// before if it ran already, or 0 when the journal is full.
+const APPEND_ONCE: &str = r"
+local done = redis.call('GET', KEYS[2])
+if done then return tonumber(done) end
+local n = redis.call('INCR', KEYS[1])
+if n > tonumber(ARGV[2]) then
+  redis.call('DECR', KEYS[1])
+  return 0
+end
+redis.call('SET', KEYS[3] .. string.format('%06d', n), ARGV[1])
+redis.call('SET', KEYS[2], n)
+return n
+";
+
+/// Why a script's outcome is not known or not had.
+#[derive(Debug)]
+pub enum ScriptError {
+    /// It never reached the server (no connection could be made): it did nothing.
+    NotSent(StoreError),
+    /// It was sent and no answer came, or the answer was an error: it may have run.
+    Unknown(StoreError),
+}
+
 /// A handle on one Redis database; clones share the connection pool.
 #[derive(Clone)]
 pub struct RedisKv {
@@ -61,6 +87,7 @@ struct Shared {
     url: String,
     idle: Mutex<Vec<Connection>>,
     swap: Script,
+    append_once: Script,
     calls: AtomicU64,
 }
 
@@ -79,6 +106,7 @@ impl RedisKv {
             url: url.to_owned(),
             idle: Mutex::new(Vec::new()),
             swap: Script::new(COMPARE_AND_SWAP),
+            append_once: Script::new(APPEND_ONCE),
             calls: AtomicU64::new(0),
         };
         let kv = Self { shared: Arc::new(shared), prefix: Arc::from("") };
@@ -108,6 +136,32 @@ impl RedisKv {
         }
         keys.sort();
         Ok(keys)
+    }
+
+    /// Appends `line` under `line_prefix` + its number, numbered by `counter`, once for
+    /// `request` (its key remembers the number): one atomic script. `Ok(None)`: `max` lines are
+    /// kept already.
+    pub fn append_once(
+        &self,
+        counter: &str,
+        request: &str,
+        line_prefix: &str,
+        line: &str,
+        max: u64,
+    ) -> Result<Option<u64>, ScriptError> {
+        let script = &self.shared.append_once;
+        let keys = [self.key(counter), self.key(request), self.key(line_prefix)];
+        let mut sent = false;
+        let n: Result<u64, StoreError> = self.run(|conn| {
+            sent = true;
+            script.key(&keys[0]).key(&keys[1]).key(&keys[2]).arg(line).arg(max).invoke(conn)
+        });
+        match n {
+            Ok(0) => Ok(None),
+            Ok(n) => Ok(Some(n)),
+            Err(e) if sent => Err(ScriptError::Unknown(e)),
+            Err(e) => Err(ScriptError::NotSent(e)),
+        }
     }
 
     fn key(&self, key: &str) -> String {

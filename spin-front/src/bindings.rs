@@ -1,7 +1,9 @@
 //! The front's imports: the gate (as the transport's `GateApi`) and the key-value journal.
 
 use mcp_transport::gate::GateApi;
-use resume_gate::{Decision, GateError, Opened, Origin, Polled, Recorded, RequestId, SessionInfo};
+use resume_gate::{
+    Decision, GateError, Opened, Origin, Polled, Recorded, RequestId, SessionInfo, StreamStatus,
+};
 
 wit_bindgen::generate!({
     world: "resume-gate:spin-front/front",
@@ -20,13 +22,22 @@ mod convert {
     resume_gate::wit_conversions!();
 }
 
-/// Configures this instance of the gate: `max-sessions` and `lease-ms` where given, the other
-/// bounds at their defaults. Returns the lease in force.
-pub fn configure(max_sessions: Option<u32>, lease_ms: Option<u64>) -> Result<u64, GateError> {
+/// The app's variables that set the gate's bounds (others stay at their defaults).
+#[derive(Default)]
+pub struct Bounds {
+    pub max_sessions: Option<u32>,
+    pub lease_ms: Option<u64>,
+    pub max_detached_ms: Option<u64>,
+}
+
+/// Configures this instance of the gate with `bounds` where given, the other bounds at their
+/// defaults. Returns the lease in force.
+pub fn configure(bounds: &Bounds) -> Result<u64, GateError> {
     let defaults = gate::default_config();
     let config = gate::Config {
-        max_sessions: max_sessions.unwrap_or(defaults.max_sessions),
-        lease_ms: lease_ms.unwrap_or(defaults.lease_ms),
+        max_sessions: bounds.max_sessions.unwrap_or(defaults.max_sessions),
+        lease_ms: bounds.lease_ms.unwrap_or(defaults.lease_ms),
+        max_detached_ms: bounds.max_detached_ms.or(defaults.max_detached_ms),
         ..defaults
     };
     gate::configure(&config).map_err(convert::from_wit_error)?;
@@ -65,6 +76,25 @@ impl GateApi for ImportedGate {
         gate::open_stream(session, &convert::to_wit_origin(origin))
             .map(convert::from_wit_opened)
             .map_err(convert::from_wit_error)
+    }
+
+    fn join_stream(&mut self, session: &str, stream: u64, ids: &[RequestId]) -> Result<Vec<bool>, GateError> {
+        gate::join_stream(session, stream, &convert::to_wit_request_ids(ids)).map_err(convert::from_wit_error)
+    }
+
+    fn check_stream(
+        &mut self,
+        session: &str,
+        stream: u64,
+        attachment: u32,
+    ) -> Result<StreamStatus, GateError> {
+        gate::check_stream(session, stream, attachment)
+            .map(convert::from_wit_stream_status)
+            .map_err(convert::from_wit_error)
+    }
+
+    fn release_stream(&mut self, session: &str, stream: u64) -> Result<(), GateError> {
+        gate::release_stream(session, stream).map_err(convert::from_wit_error)
     }
 
     fn emit(&mut self, session: &str, stream: u64, data: &str) -> Result<Recorded, GateError> {
@@ -116,8 +146,13 @@ impl Journal {
         store::open("default").map(|bucket| Self { bucket }).map_err(|e| format!("{e:?}"))
     }
 
-    pub fn append(&self, line: &str) -> Result<u64, String> {
-        mcp_transport::tools::append_to_kv_journal(self, line)
+    pub fn append(
+        &self,
+        session: &str,
+        request: &RequestId,
+        line: &str,
+    ) -> Result<u64, mcp_transport::tools::AppendError> {
+        mcp_transport::tools::append_to_kv_journal(self, session, request, line)
     }
 
     pub fn page(&self, from: u64, limit: u64) -> Result<mcp_transport::tools::JournalPage, String> {

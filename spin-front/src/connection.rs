@@ -148,6 +148,12 @@ impl Connection {
         self.body = None;
     }
 
+    /// An SSE comment, which clients ignore: a client that went away shows here, while a call
+    /// waits, instead of at the call's next event; `false` then.
+    pub fn keep_alive(&mut self) -> bool {
+        self.is_open() && self.flush() && self.send(b":\n\n")
+    }
+
     /// Sends what is held and ends the response (idempotent).
     pub fn finish(&mut self) {
         self.flush();

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use edge_host::keyvalue::SharedKv;
 use edge_host::serve::EdgeHost;
-use edge_host::variables::{ALLOWED_HOSTS, LEASE_MS, MAX_SESSIONS, Variables};
+use edge_host::variables::{ALLOWED_HOSTS, LEASE_MS, MAX_BATCH, MAX_DETACHED_MS, MAX_SESSIONS, Variables};
 use host_example::GateHost;
 use host_example::serve::App;
 pub use host_example::serve::Tcp;
@@ -60,21 +60,19 @@ fn compiled_edge_app() -> Component {
 fn gated_app(journal: PathBuf, setup: &Setup) -> std::sync::Arc<App> {
     let (engine, component) = compiled_gate();
     let mut gate = GateHost::new(&engine, &component).expect("instantiate the gate");
-    let defaults = resume_gate::Config::default();
-    let config = resume_gate::Config {
-        max_sessions: setup.max_sessions.unwrap_or(defaults.max_sessions),
-        max_total_bytes: setup.max_total_bytes.unwrap_or(defaults.max_total_bytes),
-        ..defaults
-    };
-    gate.configure(&config).expect("a valid configuration");
+    gate.configure(&setup.config()).expect("a valid configuration");
     let hosts = setup.hosts();
-    App::new(gate, journal, hosts).expect("open the journal")
+    let app = App::new(gate, journal, hosts).expect("open the journal");
+    app.with_max_batch(setup.max_batch()).expect("a new app")
 }
 
 /// host-example's app over `kv` (`--store`).
-fn app_over(kv: resume_gate_redis::RedisKv) -> std::sync::Arc<App> {
-    let gate = host_example::store::KvGateHost::new(kv.into()).expect("instantiate the gate-kv component");
-    App::over_store(gate, AllowedHosts::localhost()).expect("the app")
+fn app_over(kv: resume_gate_redis::RedisKv, setup: &Setup) -> std::sync::Arc<App> {
+    let mut gate =
+        host_example::store::KvGateHost::new(kv.into()).expect("instantiate the gate-kv component");
+    gate.configure(&setup.config()).expect("a valid configuration");
+    let app = App::over_store(gate, setup.hosts()).expect("the app");
+    app.with_max_batch(setup.max_batch()).expect("a new app")
 }
 
 /// How a test server is set up, beyond its defaults.
@@ -88,13 +86,33 @@ pub struct Setup {
     pub max_total_bytes: Option<u64>,
     /// Which of Spin's key-value backends the edge app's store answers like.
     pub kv_semantics: Semantics,
-    /// The edge app's `lease_ms` variable.
+    /// `--lease-ms` (the edge app's `lease_ms` variable).
     pub lease_ms: Option<u64>,
+    /// `--max-detached-ms` (the edge app's `max_detached_ms` variable).
+    pub max_detached_ms: Option<u64>,
+    /// `--max-batch` (the edge app's `max_batch` variable).
+    pub max_batch: Option<usize>,
     /// The edge app's state on the tests' Redis server instead of in process (`--store`).
     pub redis: bool,
 }
 
 impl Setup {
+    /// The gate's bounds this setup names, the defaults for the rest.
+    pub fn config(&self) -> resume_gate::Config {
+        let defaults = resume_gate::Config::default();
+        resume_gate::Config {
+            max_sessions: self.max_sessions.unwrap_or(defaults.max_sessions),
+            max_total_bytes: self.max_total_bytes.unwrap_or(defaults.max_total_bytes),
+            lease_ms: self.lease_ms.unwrap_or(defaults.lease_ms),
+            max_detached_ms: self.max_detached_ms,
+            ..defaults
+        }
+    }
+
+    fn max_batch(&self) -> usize {
+        self.max_batch.unwrap_or(mcp_transport::server::DEFAULT_MAX_BATCH)
+    }
+
     fn hosts(&self) -> AllowedHosts {
         if self.allowed_hosts.is_empty() {
             AllowedHosts::localhost()
@@ -134,16 +152,27 @@ impl TestServer {
         Self::host_example_over(crate::redis::fresh_kv())
     }
 
+    /// host-example over the tests' Redis server, set up as `setup` says.
+    pub fn host_example_over_redis_with(setup: Setup) -> Self {
+        Self::host_example_over_with(crate::redis::fresh_kv(), setup)
+    }
+
     /// host-example over `kv` (a Redis server of the caller's).
     pub fn host_example_over(kv: resume_gate_redis::RedisKv) -> Self {
-        Self::serve_app(app_over(kv), PathBuf::new(), None, Tcp::NoDelay)
+        Self::host_example_over_with(kv, Setup::default())
+    }
+
+    /// host-example over `kv`, set up as `setup` says.
+    pub fn host_example_over_with(kv: resume_gate_redis::RedisKv, setup: Setup) -> Self {
+        Self::serve_app(app_over(kv, &setup), PathBuf::new(), None, setup.tcp)
     }
 
     /// Two host-example servers that share nothing but the tests' Redis server, behind a proxy
     /// that hands each new connection to the other one (as [`TestServer::two_edges_over_redis`]).
     pub fn two_host_examples_over_redis() -> Self {
         let prefix = crate::redis::fresh_prefix();
-        let apps: Vec<_> = (0..2).map(|_| app_over(crate::redis::shared().kv(&prefix))).collect();
+        let apps: Vec<_> =
+            (0..2).map(|_| app_over(crate::redis::shared().kv(&prefix), &Setup::default())).collect();
         let (runtime, addr) = behind_round_robin(2, |i, runtime, listener| {
             runtime.spawn(host_example::serve::serve_on(apps[i].clone(), listener, Tcp::NoDelay));
         });
@@ -185,7 +214,12 @@ impl TestServer {
 
     /// The Spin app over `kv` (a Redis server of the caller's).
     pub fn edge_over(kv: resume_gate_redis::RedisKv) -> Self {
-        Self::serve_edge(edge_host_over(&Setup::default(), kv.into()), Tcp::NoDelay)
+        Self::edge_over_with(kv, Setup::default())
+    }
+
+    /// The Spin app over `kv`, set up as `setup` says.
+    pub fn edge_over_with(kv: resume_gate_redis::RedisKv, setup: Setup) -> Self {
+        Self::serve_edge(edge_host_over(&setup, kv.into()), setup.tcp)
     }
 
     /// Two Spin app hosts that share nothing but the tests' Redis server (each with its own
@@ -309,6 +343,8 @@ fn edge_host_over(setup: &Setup, kv: SharedKv) -> std::sync::Arc<EdgeHost> {
     let mut values = vec![(ALLOWED_HOSTS.to_owned(), hosts.join(","))];
     values.extend(setup.max_sessions.map(|n| (MAX_SESSIONS.to_owned(), n.to_string())));
     values.extend(setup.lease_ms.map(|ms| (LEASE_MS.to_owned(), ms.to_string())));
+    values.extend(setup.max_detached_ms.map(|ms| (MAX_DETACHED_MS.to_owned(), ms.to_string())));
+    values.extend(setup.max_batch.map(|n| (MAX_BATCH.to_owned(), n.to_string())));
     EdgeHost::from_compiled(&compiled_edge_app(), kv, Variables::new(values)).expect("link the app")
 }
 
@@ -497,6 +533,17 @@ impl Client {
         assert_eq!(resp.status, 200);
         let session = resp.header("mcp-session-id").expect("a session id").to_owned();
         Self { addr, session, version: "2025-11-25" }
+    }
+
+    /// A session, or the status that refused it.
+    pub fn open(addr: SocketAddr) -> Result<Self, u16> {
+        let resp = Self::send_initialize(addr);
+        match resp.header("mcp-session-id") {
+            Some(session) if resp.status == 200 => {
+                Ok(Self { addr, session: session.to_owned(), version: "2025-11-25" })
+            }
+            _ => Err(resp.status),
+        }
     }
 
     /// The status an `initialize` gets, for tests that expect a refusal.

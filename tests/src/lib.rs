@@ -8,6 +8,7 @@
 //!   shares): operation sequences and their runner, what a store holds, the reference model.
 //! - [`drivers`]: the native core and the wasmtime components behind the transport's `GateApi`,
 //!   each with a clock the test sets (`Driver`).
+//! - [`fault_proxy`]: a proxy in front of Redis that delays or drops chosen requests.
 //! - [`http`]: the servers under test (host-example, and the Spin app served by edge-host) on
 //!   a loopback port, and a raw HTTP/SSE client that can cut a connection at any byte.
 //! - [`keep_alive`]: MCP sessions on kept-alive HTTP/1.1 connections, as real clients connect,
@@ -20,6 +21,7 @@
 //! - [`workspace`]: a clean copy of the repository, and its documented commands run verbatim.
 
 pub mod drivers;
+pub mod fault_proxy;
 pub mod http;
 pub mod keep_alive;
 pub mod processes;

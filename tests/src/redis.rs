@@ -55,6 +55,11 @@ impl RedisServer {
         server
     }
 
+    /// Where it listens.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
+    }
+
     /// `redis://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
@@ -63,6 +68,16 @@ impl RedisServer {
     /// A client of this server whose keys all start with `prefix`.
     pub fn kv(&self, prefix: &str) -> RedisKv {
         RedisKv::connect(&self.url()).expect("connect to the test server").with_prefix(prefix)
+    }
+
+    /// `FLUSHALL`: every key gone, as an operator's mistake or a lost volume would leave it.
+    pub fn flush_all(&self) {
+        use std::io::{Read, Write};
+        let mut conn = std::net::TcpStream::connect(self.addr()).expect("connect to the test server");
+        conn.write_all(b"*1\r\n$8\r\nFLUSHALL\r\n").unwrap();
+        let mut answer = [0; 5];
+        conn.read_exact(&mut answer).unwrap();
+        assert_eq!(&answer, b"+OK\r\n");
     }
 
     /// Stops the server (SIGKILL: it has fsynced every write).

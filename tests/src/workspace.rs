@@ -58,6 +58,14 @@ pub fn user_command(line: &str, dir: &Path) -> Command {
     cmd
 }
 
+/// Runs `cmd` to its end; its standard output, or a panic with its error output unless it
+/// exits 0.
+pub fn output(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("run {cmd:?}: {e}"));
+    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
 /// Runs `line` to its end in `dir`; panics with its output unless it exits 0.
 pub fn run_to_end(line: &str, dir: &Path, envs: &[(&str, &str)]) -> String {
     let out = user_command(line, dir).envs(envs.iter().copied()).output().expect("run sh");

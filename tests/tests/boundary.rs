@@ -39,11 +39,14 @@ fn imports_of(path: &str) -> Vec<String> {
 }
 
 /// Issue 18's aim is 100 KB; these ceilings are where the artifacts stand, so that growth is a
-/// decision, not an accident: 139 KB and 158 KB at the time of writing (the memory world shed
+/// decision, not an accident: 153 KB and 177 KB at the time of writing. (The memory world shed
 /// the persistent buffer index with the small key-value records; the key-value world took on
-/// garbage collection and the session count's check, ~+20 KB).
-const MEMORY_WORLD_MAX_BYTES: usize = 145 << 10;
-const KV_WORLD_MAX_BYTES: usize = 162 << 10;
+/// garbage collection and the session count's check, ~+20 KB; exactly-once batches took three
+/// exports, `join-stream`, `check-stream` and `release-stream`, ~+8 KB each world, and the
+/// admission holds ~+3 KB, the memory store's reclaim index sharing the answered index's
+/// B-tree code.)
+const MEMORY_WORLD_MAX_BYTES: usize = 156 << 10;
+const KV_WORLD_MAX_BYTES: usize = 180 << 10;
 
 #[test]
 fn each_world_imports_only_a_clock_randomness_and_its_store_and_stays_small() {
@@ -156,7 +159,7 @@ proptest! {
     #[test]
     fn arbitrary_calls_never_trap(
         calls in prop::collection::vec(
-            (0u8..6, ".{0,40}", prop::collection::vec(any::<u8>(), 0..200), any::<u64>(), any::<u32>()),
+            (0u8..9, ".{0,40}", prop::collection::vec(any::<u8>(), 0..200), any::<u64>(), any::<u32>()),
             1..40,
         )
     ) {
@@ -171,6 +174,12 @@ proptest! {
                     2 => g.call_on_emit(&mut *store, session, n % 4, text).map(drop),
                     3 => g.call_on_terminal(&mut *store, session, n % 4, text).map(drop),
                     4 => g.call_on_detach(&mut *store, session, n % 4, *a).map(drop),
+                    5 => {
+                        let ids: Vec<RequestId> = bytes.chunks(3).map(|c| RequestId::Text(String::from_utf8_lossy(c).into())).collect();
+                        g.call_join_stream(&mut *store, session, n % 4, &ids).map(drop)
+                    }
+                    6 => g.call_check_stream(&mut *store, session, n % 4, *a).map(drop),
+                    7 => g.call_release_stream(&mut *store, session, n % 4).map(drop),
                     _ => g.call_on_reconnect(&mut *store, session, bytes, &Origin::Standalone).map(drop),
                 };
                 prop_assert!(trapped.is_ok(), "trap: {:?}", trapped);

@@ -6,6 +6,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use resume_gate_tests::workspace::output;
+
 use resume_gate_tests::http::{Client, Frame};
 use resume_gate_tests::processes::ServerProcess;
 use resume_gate_tests::sdk_hosts::{
@@ -22,12 +24,6 @@ fn stamp_sha256(world: &str) -> String {
     let stamp = node_dir().join("gen").join(world).join("component.json");
     let stamp: serde_json::Value = serde_json::from_slice(&std::fs::read(stamp).unwrap()).unwrap();
     stamp["sha256"].as_str().expect("a sha256 in the stamp").to_owned()
-}
-
-fn output(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("run the command");
-    assert!(out.status.success(), "{cmd:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
 }
 
 #[test]
@@ -55,7 +51,7 @@ fn the_node_package_api_passes_its_tests_over_the_real_component() {
     prepare_node();
     let out = output(Command::new("node").args(["--test", "test/"]).current_dir(node_dir()));
     println!("{out}");
-    assert!(out.contains("# pass 3") && out.contains("# fail 0"), "three passing tests expected");
+    assert!(out.contains("# pass 12") && out.contains("# fail 0"), "twelve passing tests expected");
 }
 
 #[test]
@@ -69,7 +65,7 @@ fn the_python_package_api_passes_its_tests_over_the_real_component() {
             .env("RESUME_GATE_WASM", host_example::GATE_WASM),
     );
     println!("{out}");
-    assert!(out.contains("4 passed, 0 failed"), "four passing tests expected");
+    assert!(out.contains("11 passed, 0 failed"), "eleven passing tests expected");
 }
 
 /// `hosts/<lang>/example --port P`, the command the README gives, serves MCP: a session, a

@@ -57,6 +57,15 @@ fn the_allowed_hosts_variable_defaults_to_the_localhost_names_edge_host_serves()
     assert_eq!(lease, resume_gate::Config::DEFAULT_LEASE_MS.to_string(), "the gate's own default");
     assert_eq!(edge_host::variables::LEASE_MS, "lease_ms");
     assert_eq!(edge_host::variables::MAX_SESSIONS, "max_sessions");
+    let detached = m["variables"]["max_detached_ms"]["default"].as_str().unwrap();
+    assert_eq!(detached, "", "unset: the gate's own default, the lease");
+    assert_eq!(resume_gate::Config::default().max_detached_ms, None);
+    assert_eq!(m["component"]["mcp"]["variables"]["max_detached_ms"].as_str(), Some("{{ max_detached_ms }}"));
+    assert_eq!(edge_host::variables::MAX_DETACHED_MS, "max_detached_ms");
+    let batch = m["variables"]["max_batch"]["default"].as_str().unwrap();
+    assert_eq!(batch, mcp_transport::server::DEFAULT_MAX_BATCH.to_string(), "the transport's own default");
+    assert_eq!(m["component"]["mcp"]["variables"]["max_batch"].as_str(), Some("{{ max_batch }}"));
+    assert_eq!(edge_host::variables::MAX_BATCH, "max_batch");
 }
 
 #[test]

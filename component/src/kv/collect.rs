@@ -171,13 +171,13 @@ impl<K: Kv> KvStore<K> {
                 let listed = live.meta.streams.contains(&no);
                 let Some((head, _)) = self.load::<StreamMeta>(key)? else { return Ok(true) };
                 let garbage = head.epoch != live.meta.epoch || !listed && old(head.last_active);
-                // Its claim goes with it, as when a stream is removed, unless a listed stream
+                // Its claims go with it, as when a stream is removed, unless a listed stream
                 // holds the same request id.
-                if let Some(claim) = head.origin.request_id().map(|id| claim_key(&session, id))
-                    && garbage
-                    && !live.claims.contains(&claim)
-                {
-                    self.kv.delete(&claim)?;
+                if garbage {
+                    let claims: Vec<String> = head.requests().map(|id| claim_key(&session, id)).collect();
+                    for claim in claims.iter().filter(|c| !live.claims.contains(c)) {
+                        self.kv.delete(claim)?;
+                    }
                 }
                 garbage
             }
@@ -222,9 +222,9 @@ impl<K: Kv> KvStore<K> {
                     let mut claims = Vec::new();
                     for no in &meta.streams {
                         let head = self.current_head(session, meta.epoch, *no, page)?;
-                        claims.extend(
-                            head.and_then(|h| h.origin.request_id().map(|id| claim_key(session, id))),
-                        );
+                        if let Some(head) = head {
+                            claims.extend(head.requests().map(|id| claim_key(session, id)));
+                        }
                     }
                     Some(Live { meta, claims })
                 }

@@ -16,6 +16,30 @@ import { clocks, random } from "@bytecodealliance/preview2-shim";
 
 const GEN = new URL("../gen/", import.meta.url);
 
+/**
+ * The one table from a gate error to the HTTP answer (see `wit/gate.wit`'s `gate-error` docs and
+ * `mcp-transport`'s `errors::TABLE`): WIT case → `{ status, code }`, the HTTP status and the
+ * JSON-RPC error code, in WIT order. Every `503` carries `Retry-After: 1`.
+ */
+export const GATE_ERRORS = Object.freeze({
+  "invalid-config": Object.freeze({ status: 500, code: -32603 }),
+  "invalid-session-id": Object.freeze({ status: 400, code: -32600 }),
+  "unknown-session": Object.freeze({ status: 404, code: -32001 }),
+  "unknown-stream": Object.freeze({ status: 500, code: -32603 }),
+  "stream-finished": Object.freeze({ status: 409, code: -32603 }),
+  "not-a-request-stream": Object.freeze({ status: 500, code: -32603 }),
+  "duplicate-request-id": Object.freeze({ status: 400, code: -32600 }),
+  "invalid-request-id": Object.freeze({ status: 400, code: -32600 }),
+  "batch-too-large": Object.freeze({ status: 400, code: -32600 }),
+  "too-many-sessions": Object.freeze({ status: 503, code: -32603 }),
+  "over-budget": Object.freeze({ status: 503, code: -32603 }),
+  "too-many-streams": Object.freeze({ status: 503, code: -32603 }),
+  "store-failure": Object.freeze({ status: 503, code: -32603 }),
+});
+
+/** The `Retry-After` (seconds) of every `503`: a bound is reached or the store failed. */
+export const RETRY_AFTER_SECONDS = 1;
+
 /** A refusal from the gate: `code` is the WIT `gate-error` case, `status` the HTTP answer. */
 export class GateError extends Error {
   constructor(code, detail) {
@@ -23,26 +47,56 @@ export class GateError extends Error {
     this.name = "GateError";
     this.code = code;
     this.detail = detail ?? null;
-    this.status = STATUS[code] ?? 500;
+    const answer = GATE_ERRORS[code] ?? GATE_ERRORS["invalid-config"];
+    /** The HTTP status to answer with. */
+    this.status = answer.status;
+    /** The JSON-RPC error code to answer with. */
+    this.rpcCode = answer.code;
   }
 }
 
-const STATUS = {
-  "invalid-config": 500,
-  "invalid-session-id": 400,
-  "unknown-session": 404,
-  "unknown-stream": 500,
-  "stream-finished": 409,
-  "not-a-request-stream": 500,
-  "duplicate-request-id": 400,
-  "invalid-request-id": 400,
-  "too-many-sessions": 503,
-  "over-budget": 503,
-  "too-many-streams": 503,
-  "store-failure": 503,
-};
+/**
+ * The HTTP answer for a gate error, from `GATE_ERRORS`: `{ status, headers, body }` with a
+ * JSON-RPC error naming request `id` (never for `unknown-session` and `invalid-request-id`: a
+ * session-level answer names no request, a refused id is not echoed).
+ */
+export function gateErrorAnswer(e, id = null) {
+  const { status, code } = GATE_ERRORS[e.code] ?? GATE_ERRORS["invalid-config"];
+  const echo = e.code === "unknown-session" || e.code === "invalid-request-id" ? null : (id ?? null);
+  const headers = { "Content-Type": "application/json" };
+  if (status === 503) headers["Retry-After"] = String(RETRY_AFTER_SECONDS);
+  const body = JSON.stringify({ jsonrpc: "2.0", id: echo, error: { code, message: gateErrorMessage(e) } });
+  return { status, headers, body };
+}
+
+/** The message that goes with a gate error, in the protocol's terms (as `mcp-transport`'s). */
+export function gateErrorMessage(e) {
+  switch (e.code) {
+    case "unknown-session":
+      return "Session not found";
+    case "invalid-session-id":
+      return "Bad Request: invalid Mcp-Session-Id";
+    case "invalid-request-id":
+      return "Invalid Request: a request id is an integer or a string of at most 256 bytes";
+    case "duplicate-request-id":
+      return "Invalid Request: this request id was already used in this session";
+    case "batch-too-large":
+      return "Invalid Request: too many requests in one batch";
+    case "stream-finished":
+      return "Conflict: the request's stream has ended";
+    case "too-many-sessions":
+    case "over-budget":
+    case "too-many-streams":
+    case "store-failure":
+      return `Service Unavailable: ${e.message}`;
+    default:
+      return `Internal error: ${e.message}`;
+  }
+}
 
 const U64_CONFIG = ["maxBytesPerStream", "maxBytesPerSession", "maxTotalBytes", "retentionMs", "leaseMs"];
+/** `option<u64>` fields: `null` is none. */
+const OPTIONAL_U64_CONFIG = ["maxDetachedMs"];
 
 /**
  * Loads the gate. `world: "memory"` (the default) keeps state in the instance; `world: "kv"`
@@ -102,6 +156,7 @@ export class Gate {
   defaultConfig() {
     const c = this.#raw.defaultConfig();
     for (const k of U64_CONFIG) c[k] = Number(c[k]);
+    for (const k of OPTIONAL_U64_CONFIG) c[k] = c[k] == null ? null : Number(c[k]);
     return c;
   }
 
@@ -109,9 +164,11 @@ export class Gate {
   configure(overrides = {}) {
     const c = { ...this.#raw.defaultConfig(), ...overrides };
     for (const k of U64_CONFIG) c[k] = BigInt(c[k]);
+    for (const k of OPTIONAL_U64_CONFIG) c[k] = c[k] == null ? undefined : BigInt(c[k]);
     if (c.signingKey != null && !(c.signingKey instanceof Uint8Array)) c.signingKey = new Uint8Array(c.signingKey);
     this.#call("configure", c);
     this.config = { ...this.defaultConfig(), ...overrides };
+    for (const k of OPTIONAL_U64_CONFIG) this.config[k] ??= null;
   }
 
   /** Opens (or re-issues) a session: `{ epoch (bigint), reclaimed (a session id or null) }`. */
@@ -131,6 +188,35 @@ export class Gate {
   /** `origin`: `"standalone"` (a GET) or `{ request: id }` (a POSTed request). */
   openStream(session, origin) {
     return opened(this.#call("openStream", session, toOrigin(origin)));
+  }
+
+  /**
+   * A 2025-03-26 batch answered on one stream: after `openStream` with the batch's first
+   * request, claims the ids of its further requests, in order, before any of them runs. One
+   * boolean per id; `false`: the id is already held in this session (earlier in the batch, or
+   * by another request): answer that request with `-32600` and run nothing for it.
+   */
+  joinStream(session, stream, ids) {
+    return this.#call("joinStream", session, stream, ids.map(toRequestId));
+  }
+
+  /**
+   * What the writer of a stream asks before it writes to connection `attachment`:
+   * `{ attached, running, cancelled }` (`cancelled`: the batch's requests the client cancelled).
+   * Changes nothing.
+   */
+  checkStream(session, stream, attachment) {
+    const s = this.#call("checkStream", session, stream, attachment);
+    return { attached: s.attached, running: s.running, cancelled: s.cancelled.map(fromRequestId) };
+  }
+
+  /**
+   * The request a stream was opened for was refused before it ran (its HTTP request got an
+   * error): forgets the stream and its ids' claims so that a corrected retry may use them. Only
+   * for a request stream that recorded nothing; otherwise `stream-finished`.
+   */
+  releaseStream(session, stream) {
+    this.#call("releaseStream", session, stream);
   }
 
   /** Records a message on a stream; returns the event to write. */
@@ -155,21 +241,29 @@ export class Gate {
     this.#call("abortStream", session, stream);
   }
 
-  /** Cancels the stream of request `id`; `false` if no live stream carries it. */
+  /**
+   * Cancels request `id` (`notifications/cancelled`): its stream, or in a batch stream that
+   * request alone (`checkStream` lists it; the stream ends once each of its requests is
+   * cancelled). `false` if no live stream answers it.
+   */
   abortRequest(session, id) {
     return this.#call("abortRequest", session, toRequestId(id));
   }
 
-  /** `{ events, done, stranded }` after `after` for a connection attached as `attachment`. */
+  /**
+   * `{ events, done, stranded }` after `after` for a connection attached as `attachment`;
+   * `stranded`: the requests to answer with a `-32001` error each (their writer is gone).
+   */
   poll(session, stream, attachment, after) {
     const p = this.#call("pollStream", session, stream, attachment, BigInt(after));
-    return { events: p.events.map(event), done: p.done, stranded: fromRequestId(p.stranded) };
+    return { events: p.events.map(event), done: p.done, stranded: p.stranded.map(fromRequestId) };
   }
 
   /**
    * Decides a reconnect. `lastEventId`: the raw header (string or bytes). Returns
    * `{ kind: "resume", stream, attachment, cursorSeq, events, includesTerminal, stranded }` or
-   * `{ kind: "fresh", reason, opened, stranded }`.
+   * `{ kind: "fresh", reason, opened, stranded }`; `stranded` lists the requests to answer with
+   * a `-32001` error each (empty: none).
    */
   reconnect(session, lastEventId, origin) {
     const bytes = typeof lastEventId === "string" ? new TextEncoder().encode(lastEventId) : lastEventId;
@@ -183,10 +277,10 @@ export class Gate {
         cursorSeq: Number(r.cursorSeq),
         events: r.events.map(event),
         includesTerminal: r.includesTerminal,
-        stranded: fromRequestId(r.stranded),
+        stranded: r.stranded.map(fromRequestId),
       };
     }
-    return { kind: "fresh", reason: d.val.reason, opened: opened(d.val.opened), stranded: fromRequestId(d.val.stranded) };
+    return { kind: "fresh", reason: d.val.reason, opened: opened(d.val.opened), stranded: d.val.stranded.map(fromRequestId) };
   }
 
   /** Counters since this instance started (numbers; `fresh` by reason). */
@@ -216,11 +310,12 @@ export function toRequestId(id) {
   if (typeof id === "string") return { tag: "text", val: id };
   if (typeof id === "bigint") return { tag: "number", val: id };
   if (Number.isSafeInteger(id)) return { tag: "number", val: BigInt(id) };
-  throw new GateError("invalid-request-id", `a request id is an integer or a string, not ${String(id).slice(0, 32)}`);
+  // Never stringify what the client sent: an array nested deep enough overflows the stack.
+  const what = typeof id === "number" ? String(id) : id === null ? "null" : Array.isArray(id) ? "an array" : `a ${typeof id}`;
+  throw new GateError("invalid-request-id", `a request id is an integer or a string, not ${what}`);
 }
 
 function fromRequestId(id) {
-  if (id == null) return null;
   if (id.tag === "text") return id.val;
   const n = Number(id.val);
   return Number.isSafeInteger(n) ? n : id.val;

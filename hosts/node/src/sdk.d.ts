@@ -10,6 +10,12 @@ export class GateEventStore implements EventStore {
   readonly session: string | null;
   bind(session: string): void;
   release(): void;
+  /** A cancelled request (`notifications/cancelled`) gets no response: its stream stops waiting for it. */
+  forgetRequest(requestId: string | number): void;
+  /** Forgets the gate stream `stream` (its request was refused and the stream released). */
+  forgetStream(stream: bigint): void;
+  /** Records `message` on the stream of the current POST without the SDK (a refused batch request's error). */
+  recordAside(streamId: string, message: unknown): string | undefined;
   storeEvent: EventStore["storeEvent"];
   replayEventsAfter: EventStore["replayEventsAfter"];
 }

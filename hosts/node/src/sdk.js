@@ -9,25 +9,37 @@
  * - A request hook, `handle`, around `transport.handleRequest`: it sees what the store
  *   cannot (the session, the request ids a POST carries, `Last-Event-ID`, the connection's
  *   end) and asks the gate *before* the SDK answers, so that errors get their own status
- *   (a duplicate request id `400`, a full store `503`), a stale cursor becomes a fresh stream
- *   (never the SDK's `400`/`500` for an id it does not know), and a stranded request gets its
- *   `-32001` error. It hands the SDK its request context through `AsyncLocalStorage`.
+ *   (from the one table, `GATE_ERRORS`: a duplicate request id `400`, a full store `503`), a
+ *   stale cursor becomes a fresh stream (never the SDK's `400`/`500` for an id it does not
+ *   know), and every stranded request gets its own `-32001` error. It hands the SDK its
+ *   request context through `AsyncLocalStorage`.
+ *
+ * Every request id is claimed before its handler runs, exactly once per session: a POST's
+ * request opens its stream; a 2025-03-26 batch claims each request's id in the batch's order
+ * (`openStream` for the first free one, `joinStream` for the rest), and a request whose id is
+ * already held (earlier in the batch, or by the session) never reaches the SDK: it gets its
+ * own `-32600` on the batch's stream. When the SDK refuses the POST before running anything
+ * (`406`, `415`, `400`, …), the claims are released before the refusal is written, so that
+ * the corrected retry runs.
  *
  * `gatedTransport` builds the transport with both wired in; its `handleRequest` is the hook.
  *
- * What the SDK's interfaces cannot express is done through three of its internals, checked at
+ * What the SDK's interfaces cannot express is done through its internals, checked at
  * start-up (`assertSupportedSdk`): writing a priming event with empty data on a fresh stream
- * (`writeSSEEvent` is wrapped for the gate's priming frames), closing a resumed response
- * after its terminal event, and replacing the session's standalone GET stream instead of
- * answering `409` (both via the transport's stream map).
+ * (`writeSSEEvent` is wrapped for the gate's priming frames), writing a batch's refused
+ * requests' errors first on its stream (`writePrimingEvent` is wrapped), closing a response
+ * whose requests are all answered or cancelled, or a resumed one after its terminal event,
+ * and replacing the session's standalone GET stream instead of answering `409` (via the
+ * transport's stream maps).
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { GateError, toRequestId } from "./index.js";
+import { isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
+import { GATE_ERRORS, GateError, gateErrorAnswer, gateErrorMessage, toRequestId } from "./index.js";
 
 const context = new AsyncLocalStorage();
 const STANDALONE = "_GET_stream";
-/** A message the wrapped `writeSSEEvent` writes as a priming frame: an id, `retry`, empty data. */
+/** A message the wrapped `writeSSEEvent` writes as a frame with an id and empty data (and `retry`, if set). */
 const PRIMING = Symbol("resume-gate priming");
 /** JSON-RPC error for a request whose result was lost with its stream. */
 export const RESULT_LOST = -32001;
@@ -35,11 +47,16 @@ export const RESULT_LOST = -32001;
 /** Sessions of each gate: to close the transport of a session the gate reclaimed. */
 const transportsOf = new WeakMap();
 
+/** A request id with its JSON type, as a map key: `1` and `"1"` are two requests. */
+const keyOf = (id) => (typeof id === "string" ? `s:${id}` : `n:${id}`);
+
+const isResponse = (m) => m != null && "id" in m && ("result" in m || "error" in m);
+
 /** An `EventStore` for one session's transport, recording through `gate`. */
 export class GateEventStore {
   #gate;
   #session = null;
-  /** SDK stream id → `{ stream, outstanding }` for live request streams. */
+  /** SDK stream id → `{ stream, outstanding, cancelled }` (typed request-id keys) for live request streams. */
   #streams = new Map();
   /** Gate stream number (as a string) → SDK stream id. */
   #sdkIds = new Map();
@@ -69,7 +86,6 @@ export class GateEventStore {
     const session = this.#session;
     if (session == null) throw new Error("resume-gate: storeEvent before the session was bound");
     const priming = message && Object.keys(message).length === 0;
-    let known = this.#streams.get(streamId);
     if (streamId === STANDALONE) {
       if (priming) return undefined;
       const data = JSON.stringify(message);
@@ -78,27 +94,55 @@ export class GateEventStore {
       return this.#record(() => this.#gate.emit(session, standalone, data)) ??
         this.#record(() => this.#gate.emit(session, this.openStandalone(null), data));
     }
+    let known = this.#streams.get(streamId);
     if (!known) {
-      const ctx = context.getStore();
-      const post = ctx?.post;
-      if (!post) throw new Error(`resume-gate: an event for stream ${streamId}, which no request of this session opened`);
-      if (!post.opened) {
-        post.opened = this.#gate.openStream(session, { request: post.ids[0] });
-        ctx.attached.push(post.opened);
-      }
-      known = { stream: post.opened.stream, outstanding: new Set(post.ids.map(String)) };
-      this.#streams.set(streamId, known);
-      this.#sdkIds.set(String(known.stream), streamId);
-      if (priming) return post.opened.priming.id;
+      known = this.#register(streamId);
+      if (priming) return known.primingId;
     }
     if (priming) return undefined;
     const data = JSON.stringify(message);
-    const isResponse = "id" in message && ("result" in message || "error" in message);
-    if (isResponse) known.outstanding.delete(String(message.id));
-    const final = isResponse && known.outstanding.size === 0;
+    const response = isResponse(message);
+    if (response) {
+      const key = keyOf(message.id);
+      // Cancelled: MCP sends no response, and the gate records none.
+      if (known.cancelled.has(key)) return undefined;
+      known.outstanding.delete(key);
+    }
+    const final = response && known.outstanding.size === 0;
     const id = this.#record(() => (final ? this.#gate.terminal : this.#gate.emit).call(this.#gate, session, known.stream, data));
     if (final || id === undefined) this.#forget(streamId);
+    // The SDK waits for a response to every request of the stream, the cancelled ones too.
+    if (final && id !== undefined && known.cancelled.size > 0) this.onAnswered?.(streamId, null);
     return id;
+  }
+
+  /** The stream the request context's POST opened (opening it now for an `initialize`). */
+  #register(streamId) {
+    const ctx = context.getStore();
+    const post = ctx?.post;
+    if (!post) throw new Error(`resume-gate: an event for stream ${streamId}, which no request of this session opened`);
+    if (!post.opened) {
+      post.opened = this.#gate.openStream(this.#session, { request: post.ids[0] });
+      ctx.attached.push(post.opened);
+    }
+    const known = {
+      stream: post.opened.stream,
+      primingId: post.opened.priming.id,
+      outstanding: new Set(post.ids.map(keyOf)),
+      cancelled: new Set(),
+    };
+    this.#streams.set(streamId, known);
+    this.#sdkIds.set(String(known.stream), streamId);
+    return known;
+  }
+
+  /**
+   * Records `message` on the stream of the request context's POST without the SDK: the error of
+   * a batch's request that was refused before it could run. Returns the event id.
+   */
+  recordAside(streamId, message) {
+    const known = this.#streams.get(streamId) ?? this.#register(streamId);
+    return this.#record(() => this.#gate.emit(this.#session, known.stream, JSON.stringify(message)));
   }
 
   #forget(streamId) {
@@ -107,10 +151,32 @@ export class GateEventStore {
     if (known) this.#sdkIds.delete(String(known.stream));
   }
 
-  /** A cancelled request's stream takes nothing more (`notifications/cancelled`). */
+  /** Forgets the gate stream `stream` (released: its request was refused). */
+  forgetStream(stream) {
+    const sdkId = this.#sdkIds.get(String(stream));
+    if (sdkId !== undefined) this.#forget(sdkId);
+  }
+
+  /**
+   * A cancelled request (`notifications/cancelled`) gets no response. When it was the last
+   * one its stream waited for, the stream ends with an empty terminal event (a client ignores
+   * an event without data), as `mcp-transport`'s `calls` ends it; when every request of the
+   * stream was cancelled, the gate ended the stream already.
+   */
   forgetRequest(requestId) {
+    const key = keyOf(requestId);
     for (const [streamId, known] of this.#streams) {
-      if (known.outstanding.delete(String(requestId)) && known.outstanding.size === 0) this.#forget(streamId);
+      if (!known.outstanding.delete(key)) continue;
+      known.cancelled.add(key);
+      if (known.outstanding.size > 0) continue;
+      let ended;
+      try {
+        ended = this.#gate.terminal(this.#session, known.stream, "");
+      } catch (e) {
+        if (!(e instanceof GateError)) throw e;
+      }
+      this.#forget(streamId);
+      if (ended) this.onAnswered?.(streamId, ended);
     }
   }
 
@@ -153,15 +219,17 @@ export class GateEventStore {
       this.#standalone = opened.stream;
       ctx?.attached.push(opened);
       await send(opened.priming.id, { [PRIMING]: opened.priming.retryMs });
-      if (decision.stranded != null) await send("", resultLost(decision.stranded));
+      for (const id of decision.stranded) await send("", resultLost(id));
       return STANDALONE;
     }
     ctx?.attached.push(decision);
     const sdkId =
       decision.stream === this.#standalone ? STANDALONE : (this.#sdkIds.get(String(decision.stream)) ?? `gate-${decision.stream}`);
-    for (const event of decision.events) await send(event.id, JSON.parse(event.data));
-    if (decision.stranded != null) await send("", resultLost(decision.stranded));
-    if (decision.includesTerminal || decision.stranded != null) {
+    // An event without data (the empty terminal of a stream whose last request was cancelled)
+    // is written as such.
+    for (const event of decision.events) await send(event.id, event.data === "" ? { [PRIMING]: null } : JSON.parse(event.data));
+    for (const id of decision.stranded) await send("", resultLost(id));
+    if (decision.includesTerminal || decision.stranded.length > 0) {
       this.onReplayEnded?.(sdkId);
       this.#streams.delete(sdkId);
       this.#sdkIds.delete(String(decision.stream));
@@ -174,11 +242,24 @@ function resultLost(id) {
   return { jsonrpc: "2.0", id, error: { code: RESULT_LOST, message: "The result of this request was lost with its stream" } };
 }
 
+/** The `-32600` of a request whose id is already held in the session: it runs nothing. */
+function duplicate(id) {
+  const e = new GateError("duplicate-request-id");
+  return { jsonrpc: "2.0", id, error: { code: GATE_ERRORS[e.code].code, message: gateErrorMessage(e) } };
+}
+
 /** The SDK internals the adapter uses exist (`@modelcontextprotocol/sdk` ~1.32). */
 export function assertSupportedSdk(transport) {
   const inner = transport._webStandardTransport;
   const ok =
-    inner && inner._streamMapping instanceof Map && typeof inner.writeSSEEvent === "function" && "_retryInterval" in inner;
+    inner &&
+    inner._streamMapping instanceof Map &&
+    inner._requestToStreamMapping instanceof Map &&
+    inner._requestResponseMap instanceof Map &&
+    inner._resumableStreams instanceof Set &&
+    typeof inner.writeSSEEvent === "function" &&
+    typeof inner.writePrimingEvent === "function" &&
+    "_retryInterval" in inner;
   if (!ok) throw new Error("resume-gate: this @modelcontextprotocol/sdk is not supported (needs ~1.32: StreamableHTTPServerTransport internals changed)");
   return inner;
 }
@@ -219,9 +300,22 @@ export function gatedTransport(gate, options = {}) {
       return false;
     }
   };
+  // Called on every SSE response to a POST once the SDK registered its stream, before any of
+  // its messages reaches a handler: a batch's refused requests get their errors first.
+  const writePriming = inner.writePrimingEvent.bind(inner);
+  inner.writePrimingEvent = async (controller, encoder, streamId, protocolVersion) => {
+    await writePriming(controller, encoder, streamId, protocolVersion);
+    const refused = context.getStore()?.post?.refused;
+    for (const id of refused?.splice(0) ?? []) {
+      const message = duplicate(id);
+      const eventId = store.recordAside(streamId, message);
+      if (inner.writeSSEEvent(controller, encoder, message, eventId) && eventId !== undefined) inner._resumableStreams.add(streamId);
+    }
+  };
   const sdkHandle = transport.handleRequest.bind(transport);
   transport.gateEventStore = store;
   store.onReplayEnded = (sdkId) => closeAfterReplay(inner, sdkId);
+  store.onAnswered = (sdkId, emptyTerminal) => closeAnswered(inner, sdkId, emptyTerminal);
   transport.handleRequest = (req, res, body) => handle({ gate, store, transport, inner, sdkHandle, generate }, req, res, body);
   return transport;
 }
@@ -244,70 +338,137 @@ function forget(gate, store, session) {
 
 function reply(res, status, code, message, id = null) {
   if (res.headersSent) return res.end();
-  const body = code == null ? "" : JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id });
-  res.writeHead(status, code == null ? {} : { "Content-Type": "application/json" }).end(body);
+  const body = JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id });
+  res.writeHead(status, { "Content-Type": "application/json" }).end(body);
 }
 
-/** A gate refusal in HTTP and JSON-RPC terms. */
+/** A gate refusal in HTTP and JSON-RPC terms, from the one table (`GATE_ERRORS`). */
 function refuse(res, e, id = null) {
   if (!(e instanceof GateError)) throw e;
-  const code = { "unknown-session": -32001, "duplicate-request-id": -32600, "invalid-request-id": -32600 }[e.code] ?? -32000;
-  reply(res, e.status, code, e.message, id);
+  if (res.headersSent) return res.end();
+  const { status, headers, body } = gateErrorAnswer(e, id);
+  res.writeHead(status, headers).end(body);
 }
 
-const isRequest = (m) => m && typeof m === "object" && typeof m.method === "string" && "id" in m;
+const quietly = (f) => {
+  try {
+    f();
+  } catch {
+    // The session ended meanwhile: nothing left to release.
+  }
+};
 
-/** The request hook: asks the gate what the SDK cannot, then lets the SDK serve. */
+/**
+ * Claims the ids of a POST's requests in order before any runs (as `mcp-transport`'s
+ * `claim_all`): the first that is free opens the stream, the later ones join it. Sets
+ * `ctx.post` to `{ ids, refused, opened }` (`ids`: the claimed ones, `refused`: the ids
+ * already held) and returns the claim of each request, in order; `null` when none was free.
+ * On an error after the stream was opened, the stream is released again (`ctx.post.opened`).
+ */
+function claimAll(gate, session, ctx, ids) {
+  const claimed = [];
+  ctx.post = { ids: [], refused: [], opened: null, released: false };
+  for (const id of ids) {
+    try {
+      ctx.post.opened = gate.openStream(session, { request: id });
+    } catch (e) {
+      if (!(e instanceof GateError && e.code === "duplicate-request-id")) throw Object.assign(e, { requestId: id });
+      claimed.push(false);
+      continue;
+    }
+    ctx.attached.push(ctx.post.opened);
+    claimed.push(true);
+    break;
+  }
+  if (!ctx.post.opened) return null;
+  const rest = ids.slice(claimed.length);
+  if (rest.length > 0) claimed.push(...gate.joinStream(session, ctx.post.opened.stream, rest));
+  ids.forEach((id, i) => (claimed[i] ? ctx.post.ids : ctx.post.refused).push(id));
+  return claimed;
+}
+
+/**
+ * The request hook: asks the gate what the SDK cannot, then lets the SDK serve. Its request
+ * ids are claimed before the SDK sees them; if the SDK then refuses the POST before running
+ * anything (an HTTP error status), the claims are released before the refusal is written.
+ */
 async function handle({ gate, store, transport, inner, sdkHandle, generate }, req, res, body) {
   const ctx = { attached: [], post: null, decision: null, standalone: null, newSession: null };
   const session = transport.sessionId;
+  const releaseRefused = () => {
+    const post = ctx.post;
+    if (!post?.opened || post.released) return;
+    post.released = true;
+    store.forgetStream(post.opened.stream);
+    try {
+      gate.releaseStream(store.session, post.opened.stream);
+    } catch (e) {
+      // It recorded something after all: end it instead.
+      if (e instanceof GateError && e.code === "stream-finished") quietly(() => gate.abortStream(store.session, post.opened.stream));
+    }
+  };
+  const writeHead = res.writeHead;
+  res.writeHead = function (status, ...rest) {
+    if (status >= 400) releaseRefused();
+    return writeHead.call(this, status, ...rest);
+  };
   res.on("close", () => {
-    const quietly = (f) => {
-      try {
-        f();
-      } catch {
-        // The session ended meanwhile: nothing left to release.
-      }
-    };
-    // The SDK refused the POST: the stream opened for it will never carry anything.
-    if (ctx.post?.opened && res.statusCode >= 400) quietly(() => gate.abortStream(store.session, ctx.post.opened.stream));
+    if (res.statusCode >= 400) releaseRefused();
     for (const a of ctx.attached) quietly(() => gate.detach(store.session, a.stream, a.attachment));
   });
+  let requestId = null;
   try {
     if (session !== undefined && req.method !== "DELETE" && !gate.hasSession(session)) {
-      reply(res, 404, -32001, "Session not found");
+      refuse(res, new GateError("unknown-session"));
       await transport.close();
       return;
     }
     if (req.method === "POST") {
       if (Array.isArray(body) && body.length === 0) return reply(res, 400, -32600, "Invalid Request: an empty batch");
-      const messages = (Array.isArray(body) ? body : [body]).filter((m) => m && typeof m === "object");
-      const requests = messages.filter(isRequest);
+      const batch = Array.isArray(body);
+      const messages = (batch ? body : [body]).filter((m) => m && typeof m === "object");
       for (const m of messages) {
         if (session !== undefined && m.method === "notifications/cancelled" && m.params?.requestId != null) {
           try {
             gate.abortRequest(session, m.params.requestId);
-            store.forgetRequest(m.params.requestId);
           } catch (e) {
-            if (!(e instanceof GateError && e.code === "invalid-request-id")) throw e;
+            if (e instanceof GateError && e.code === "invalid-request-id") continue;
+            throw e;
           }
+          store.forgetRequest(m.params.requestId);
         }
       }
+      // What the SDK takes for a request (its schema is strict), so that every request it
+      // will run is claimed and nothing else is.
+      const requests = messages.filter((m) => isJSONRPCRequest(m));
       if (requests.length > 0) {
         const ids = requests.map((m) => m.id);
-        try {
-          ids.forEach(toRequestId);
-        } catch (e) {
-          return refuse(res, e);
-        }
-        ctx.post = { ids, opened: null };
+        requestId = batch ? null : ids[0];
+        ids.forEach(toRequestId);
         if (session === undefined && requests.some((m) => m.method === "initialize")) {
+          ctx.post = { ids, refused: [], opened: null, released: false };
           ctx.newSession = generate();
           const info = gate.openSession(ctx.newSession);
           if (info.reclaimed) await sessionsOf(gate).get(info.reclaimed)?.close();
         } else if (session !== undefined) {
-          ctx.post.opened = gate.openStream(session, { request: ids[0] });
-          ctx.attached.push(ctx.post.opened);
+          let claimed;
+          try {
+            claimed = claimAll(gate, session, ctx, ids);
+          } catch (e) {
+            releaseRefused();
+            return refuse(res, e, batch ? null : (e.requestId ?? null));
+          }
+          if (claimed === null && !batch) return refuse(res, new GateError("duplicate-request-id"), ids[0]);
+          if (claimed === null) {
+            // Every request's id is held: nothing to run, nothing to stream.
+            res.writeHead(400, { "Content-Type": "application/json" }).end(JSON.stringify(ids.map(duplicate)));
+            return;
+          }
+          if (ctx.post.refused.length > 0) {
+            // A refused request never reaches the SDK: its error goes out on the batch's stream.
+            const refusedAt = new Set(requests.filter((_, i) => !claimed[i]));
+            body = body.filter((m) => !refusedAt.has(m));
+          }
         }
       }
     } else if (req.method === "GET" && session !== undefined && String(req.headers.accept ?? "").includes("text/event-stream")) {
@@ -320,7 +481,7 @@ async function handle({ gate, store, transport, inner, sdkHandle, generate }, re
       }
     }
   } catch (e) {
-    return refuse(res, e);
+    return refuse(res, e, requestId);
   }
   try {
     await context.run(ctx, () => sdkHandle(req, res, body));
@@ -354,4 +515,24 @@ function closeAfterReplay(inner, sdkId) {
     else if (attempts > 0) setImmediate(() => tryClose(attempts - 1));
   };
   setImmediate(() => tryClose(50));
+}
+
+/**
+ * Ends a response whose requests are all answered or cancelled: the SDK waits for a response
+ * to each request it mapped to the stream, and a cancelled one never gets one. `emptyTerminal`:
+ * the event that ended the stream when its last request was cancelled, written first.
+ */
+function closeAnswered(inner, sdkId, emptyTerminal) {
+  const entry = inner._streamMapping.get(sdkId);
+  if (emptyTerminal && entry?.controller) inner.writeSSEEvent(entry.controller, entry.encoder, { [PRIMING]: null }, emptyTerminal.id);
+  // After the SDK wrote the final response (it writes once the store returned).
+  setImmediate(() => {
+    for (const [id, streamId] of inner._requestToStreamMapping) {
+      if (streamId !== sdkId) continue;
+      inner._requestToStreamMapping.delete(id);
+      inner._requestResponseMap.delete(id);
+    }
+    inner._resumableStreams.delete(sdkId);
+    inner._streamMapping.get(sdkId)?.cleanup();
+  });
 }

@@ -26,21 +26,27 @@ _typecache.install()
 
 GATE_INTERFACE = "mcp:resume-gate/gate@0.1.0"
 
-#: The HTTP answer for each ``gate-error`` case (see ``wit/gate.wit``).
-STATUS = {
-    "invalid-config": 500,
-    "invalid-session-id": 400,
-    "unknown-session": 404,
-    "unknown-stream": 500,
-    "stream-finished": 409,
-    "not-a-request-stream": 500,
-    "duplicate-request-id": 400,
-    "invalid-request-id": 400,
-    "too-many-sessions": 503,
-    "over-budget": 503,
-    "too-many-streams": 503,
-    "store-failure": 503,
+#: The one table from a ``gate-error`` case to the HTTP answer, ``(status, JSON-RPC code)``, in WIT
+#: order (see ``wit/gate.wit`` and ``mcp-transport``'s ``errors::TABLE``). Every ``503`` carries
+#: ``Retry-After: 1``.
+GATE_ERRORS: dict[str, tuple[int, int]] = {
+    "invalid-config": (500, -32603),
+    "invalid-session-id": (400, -32600),
+    "unknown-session": (404, -32001),
+    "unknown-stream": (500, -32603),
+    "stream-finished": (409, -32603),
+    "not-a-request-stream": (500, -32603),
+    "duplicate-request-id": (400, -32600),
+    "invalid-request-id": (400, -32600),
+    "batch-too-large": (400, -32600),
+    "too-many-sessions": (503, -32603),
+    "over-budget": (503, -32603),
+    "too-many-streams": (503, -32603),
+    "store-failure": (503, -32603),
 }
+
+#: The ``Retry-After`` (seconds) of every ``503``: a bound is reached or the store failed.
+RETRY_AFTER_SECONDS = 1
 
 RequestId = int | str
 
@@ -52,7 +58,28 @@ class GateError(Exception):
         super().__init__(f"{code}: {detail}" if detail else code)
         self.code = code
         self.detail = detail
-        self.status = STATUS.get(code, 500)
+        #: The HTTP status and the JSON-RPC error code to answer with (``GATE_ERRORS``).
+        self.status, self.rpc_code = GATE_ERRORS.get(code, GATE_ERRORS["invalid-config"])
+
+    @property
+    def message(self) -> str:
+        """What was wrong, in the protocol's terms (as ``mcp-transport``'s ``errors::message``)."""
+        match self.code:
+            case "unknown-session":
+                return "Session not found"
+            case "invalid-session-id":
+                return "Bad Request: invalid Mcp-Session-Id"
+            case "invalid-request-id":
+                return "Invalid Request: a request id is an integer or a string of at most 256 bytes"
+            case "duplicate-request-id":
+                return "Invalid Request: this request id was already used in this session"
+            case "batch-too-large":
+                return "Invalid Request: too many requests in one batch"
+            case "stream-finished":
+                return "Conflict: the request's stream has ended"
+            case "too-many-sessions" | "over-budget" | "too-many-streams" | "store-failure":
+                return f"Service Unavailable: {self}"
+        return f"Internal error: {self}"
 
 
 @dataclass(frozen=True)
@@ -83,7 +110,8 @@ class Resume:
     cursor_seq: int
     events: list[Event]
     includes_terminal: bool
-    stranded: RequestId | None
+    #: Requests to answer with a ``-32001`` error each after ``events`` (their writer is gone).
+    stranded: list[RequestId]
 
 
 @dataclass(frozen=True)
@@ -92,14 +120,28 @@ class Fresh:
 
     reason: str
     opened: Opened
-    stranded: RequestId | None
+    #: Requests whose result the client provably lacks: a ``-32001`` error each.
+    stranded: list[RequestId]
 
 
 @dataclass(frozen=True)
 class Polled:
     events: list[Event]
     done: bool
-    stranded: RequestId | None
+    #: Requests to answer with a ``-32001`` error each after ``events`` (their writer is gone).
+    stranded: list[RequestId]
+
+
+@dataclass(frozen=True)
+class StreamStatus:
+    """What ``check_stream`` found."""
+
+    #: The asking connection is still the stream's: write to it only while this holds.
+    attached: bool
+    #: The stream still takes events: stop the call when it does not.
+    running: bool
+    #: Requests of a batch stream the client cancelled: no response for them.
+    cancelled: list[RequestId]
 
 
 def default_wasm() -> Path:
@@ -130,9 +172,9 @@ class Gate:
             raise ValueError(f"{path} does not export {GATE_INTERFACE}")
         self._funcs: dict[str, Any] = {}
         for name in (
-            "default-config configure open-session has-session end-session open-stream on-emit on-terminal "
-            "renew-lease on-detach abort-stream abort-request poll-stream on-reconnect read-counters "
-            "collect-garbage"
+            "default-config configure open-session has-session end-session open-stream join-stream "
+            "check-stream release-stream on-emit on-terminal renew-lease on-detach abort-stream "
+            "abort-request poll-stream on-reconnect read-counters collect-garbage"
         ).split():
             index = instance.get_export_index(self._store, name, interface)
             self._funcs[name] = instance.get_func(self._store, index)
@@ -153,7 +195,7 @@ class Gate:
                 return value.payload
             if value.tag == "err":
                 value = value.payload
-            if isinstance(value, Variant) and value.tag in STATUS:
+            if isinstance(value, Variant) and value.tag in GATE_ERRORS:
                 raise GateError(value.tag, value.payload if isinstance(value.payload, str) else None)
         return value
 
@@ -188,6 +230,25 @@ class Gate:
         """A stream for a POSTed request (``request_id``), or the standalone stream (``None``)."""
         return _opened(self._call("open-stream", session, _origin(request_id)))
 
+    def join_stream(self, session: str, stream: int, request_ids: list[RequestId]) -> list[bool]:
+        """A 2025-03-26 batch answered on one stream: after ``open_stream`` with the batch's first
+        request, claims the ids of its further requests, in order, before any of them runs. One
+        flag per id; ``False``: the id is already held in this session (earlier in the batch, or
+        by another request): answer that request with ``-32600`` and run nothing for it."""
+        return list(self._call("join-stream", session, stream, [_request_id(i) for i in request_ids]))
+
+    def check_stream(self, session: str, stream: int, attachment: int) -> StreamStatus:
+        """What the writer of a stream asks before it writes to connection ``attachment``.
+        Changes nothing."""
+        s = self._call("check-stream", session, stream, attachment)
+        return StreamStatus(s.attached, s.running, list(s.cancelled))
+
+    def release_stream(self, session: str, stream: int) -> None:
+        """The request a stream was opened for was refused before it ran (its HTTP request got an
+        error): forgets the stream and its ids' claims so that a corrected retry may use them.
+        Only for a request stream that recorded nothing; otherwise ``stream-finished``."""
+        self._call("release-stream", session, stream)
+
     def emit(self, session: str, stream: int, data: str) -> Event:
         return _recorded(self._call("on-emit", session, stream, data), stream, data, False)
 
@@ -204,11 +265,13 @@ class Gate:
         self._call("abort-stream", session, stream)
 
     def abort_request(self, session: str, request_id: RequestId) -> bool:
+        """Cancels request ``request_id``: its stream, or in a batch stream that request alone (the
+        stream ends once each of its requests is cancelled). ``False`` if no live stream answers it."""
         return self._call("abort-request", session, _request_id(request_id))
 
     def poll(self, session: str, stream: int, attachment: int, after: int) -> Polled:
         p = self._call("poll-stream", session, stream, attachment, after)
-        return Polled([_event(e) for e in p.events], p.done, p.stranded)
+        return Polled([_event(e) for e in p.events], p.done, list(p.stranded))
 
     def reconnect(self, session: str, last_event_id: str | bytes, request_id: RequestId | None = None) -> Resume | Fresh:
         """Decides a reconnect carrying ``Last-Event-ID`` (a GET: ``request_id`` is ``None``)."""
@@ -217,8 +280,8 @@ class Gate:
         d = decision.payload
         if decision.tag == "resume":
             events = [_event(e) for e in d.events]
-            return Resume(d.stream, d.attachment, getattr(d, "cursor-seq"), events, getattr(d, "includes-terminal"), d.stranded)
-        return Fresh(d.reason, _opened(d.opened), d.stranded)
+            return Resume(d.stream, d.attachment, getattr(d, "cursor-seq"), events, getattr(d, "includes-terminal"), list(d.stranded))
+        return Fresh(d.reason, _opened(d.opened), list(d.stranded))
 
     def counters(self) -> dict[str, Any]:
         c = vars(self._call("read-counters"))

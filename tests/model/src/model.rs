@@ -37,6 +37,9 @@ struct StreamHistory {
     last_active: u64,
     /// Until when its writer holds it (renewed by each event).
     lease_until: u64,
+    /// When its connection ended before its terminal: a call left so for longer than
+    /// `max-detached` is given up.
+    detached_at: Option<u64>,
     /// Aborted, completed, superseded or evicted: never resumable again.
     ended: bool,
     /// The gate may have ended it (expiry, or a settle before a failed open): no liveness claim.
@@ -97,6 +100,7 @@ impl Model {
             attachment: opened.attachment,
             last_active: now,
             lease_until: now + self.config.lease_ms,
+            detached_at: None,
             ended: false,
             uncertain: false,
         };
@@ -105,13 +109,18 @@ impl Model {
         Ok(())
     }
 
-    /// Streams that sat without a connection past retention may have been aborted by now.
+    /// Streams that sat without a connection past retention, and calls nobody was attached to
+    /// past `max-detached`, may have been aborted by now.
     fn note_time(&mut self) {
-        let (now, retention) = (self.now, self.config.retention_ms);
+        let (now, retention, max_detached) = (self.now, self.config.retention_ms, self.config.max_detached());
         for s in self.sessions.values_mut() {
             for st in s.streams.values_mut() {
                 let detached = !st.attached || st.terminal.is_some();
                 if detached && now.saturating_sub(st.last_active) > retention {
+                    st.uncertain = true;
+                }
+                let call = matches!(st.origin, Origin::Request(_)) && st.terminal.is_none() && !st.attached;
+                if call && st.detached_at.is_some_and(|t| now.saturating_sub(t) > max_detached) {
                     st.uncertain = true;
                 }
             }
@@ -201,13 +210,16 @@ impl Model {
                     && self.now > st.lease_until;
                 if !st.uncertain {
                     prop_assert_eq!(
-                        r.stranded.is_some(),
+                        !r.stranded.is_empty(),
                         writer_lost,
                         "stranded exactly when the lease passed"
                     );
                 }
-                if let (Some(id), Origin::Request(mine)) = (&r.stranded, &st.origin) {
-                    prop_assert_eq!(id, mine, "the stranded request is the stream's own");
+                if let Origin::Request(mine) = &st.origin {
+                    prop_assert!(
+                        r.stranded.iter().all(|id| id == mine),
+                        "the stranded request is the stream's own"
+                    );
                 }
                 let (no, attachment) = (m.stream, r.attachment);
                 let now = self.now;
@@ -215,7 +227,8 @@ impl Model {
                 st.attached = true;
                 st.attachment = attachment;
                 st.last_active = now;
-                st.ended |= r.stranded.is_some();
+                st.detached_at = None;
+                st.ended |= !r.stranded.is_empty();
             }
             Ok(Decision::Fresh(f)) => {
                 if let Some((m, st)) = source {
@@ -311,6 +324,9 @@ impl Model {
                     && st.attachment == *attachment
                     && !st.ended
                 {
+                    if st.attached && st.terminal.is_none() {
+                        st.detached_at = Some(now);
+                    }
                     st.attached = false;
                     st.last_active = now;
                 }

@@ -55,6 +55,7 @@ pub fn small_config(signed: bool) -> Config {
         max_sessions: 2,
         retention_ms: 1_000,
         lease_ms: 700,
+        max_detached_ms: None,
         max_total_bytes: 256 << 20,
         retry_ms: Some(500),
         signing_key: signed.then(|| b"property-test signing key".to_vec()),
