@@ -6,10 +6,18 @@
 //! the first reconnect is refused.
 
 use crate::error::GateError;
-use crate::stream::Hold;
 
 /// Milliseconds on the host's wall clock; the gate never reads a clock itself.
 pub type Millis = u64;
+
+/// How long streams keep their session from being reclaimed (see `StreamMeta::holds_until`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hold {
+    /// `retention-ms`: how long an answer nobody was attached to receive stays owed.
+    pub retention: Millis,
+    /// `max-detached-ms`: how long a stream without a connection stays owed.
+    pub max_detached: Millis,
+}
 
 /// Bounds and knobs of a gate. See `wit/gate.wit` for the host-facing description.
 #[derive(Clone, Debug, PartialEq, Eq)]

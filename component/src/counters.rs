@@ -1,6 +1,6 @@
 //! What a host exports as metrics: cumulative counts since the gate was created.
 
-use crate::decision::StaleReason;
+use crate::reason::StaleReason;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counters {
@@ -9,8 +9,8 @@ pub struct Counters {
     pub events_emitted: u64,
     pub resumes: u64,
     pub events_replayed: u64,
-    /// Fresh decisions, by reason, in the order of `StaleReason::ALL`.
-    pub fresh: [u64; 10],
+    /// Fresh decisions, by reason, at each reason's [`StaleReason::index`].
+    pub fresh: [u64; StaleReason::COUNT],
     pub evicted_events: u64,
     pub expired_streams: u64,
     pub reclaimed_sessions: u64,
@@ -25,12 +25,11 @@ impl Counters {
 
     /// Adds `n` fresh decisions of `reason` (a host summing what a component reported).
     pub fn add_fresh(&mut self, reason: StaleReason, n: u64) {
-        if let Some(i) = StaleReason::ALL.iter().position(|r| *r == reason) {
-            self.fresh[i] = self.fresh[i].saturating_add(n);
-        }
+        let count = &mut self.fresh[reason.index()];
+        *count = count.saturating_add(n);
     }
 
     pub fn fresh_for(&self, reason: StaleReason) -> u64 {
-        StaleReason::ALL.iter().position(|r| *r == reason).map_or(0, |i| self.fresh[i])
+        self.fresh[reason.index()]
     }
 }

@@ -9,96 +9,9 @@
 use crate::config::Millis;
 use crate::error::StoreError;
 use crate::event_id::{EventId, SigningKey};
-use crate::gate::{Event, Opened};
+use crate::reason::StaleReason;
 use crate::session::SessionMeta;
 use crate::stream::{Origin, RequestId, Seq, StreamMeta, StreamNo, StreamState};
-
-/// Why a reconnect starts a fresh stream instead of resuming.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum StaleReason {
-    /// 1: the cursor is not an id this gate could have minted.
-    Malformed,
-    /// 2: a signing key is configured and the id's MAC does not verify.
-    Forged,
-    /// 3: the id was minted for another session.
-    OtherSession,
-    /// 4: the id is from an earlier epoch of this session (restart, re-issue).
-    EpochChanged,
-    /// 5 and 8: no such stream in this session, or no such event on it.
-    Unknown,
-    /// 6: a POST carried the cursor; resumption is always a GET.
-    PostNeverResumes,
-    /// 7 and 9: the client already holds the stream's final response.
-    Completed,
-    /// 7 and 10: the stream was cancelled, kept past retention, a call nobody was attached to
-    /// past `max-detached`, or lost events the cursor needs.
-    Aborted,
-    /// 7: the stream was replaced by a newer standalone stream.
-    Superseded,
-    /// 10: events after the cursor were evicted; a partial replay is never given.
-    Evicted,
-}
-
-impl StaleReason {
-    pub const ALL: [StaleReason; 10] = [
-        Self::Malformed,
-        Self::Forged,
-        Self::OtherSession,
-        Self::EpochChanged,
-        Self::Unknown,
-        Self::PostNeverResumes,
-        Self::Completed,
-        Self::Aborted,
-        Self::Superseded,
-        Self::Evicted,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Malformed => "malformed",
-            Self::Forged => "forged",
-            Self::OtherSession => "other-session",
-            Self::EpochChanged => "epoch-changed",
-            Self::Unknown => "unknown",
-            Self::PostNeverResumes => "post-never-resumes",
-            Self::Completed => "completed",
-            Self::Aborted => "aborted",
-            Self::Superseded => "superseded",
-            Self::Evicted => "evicted",
-        }
-    }
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Resumption {
-    pub stream: StreamNo,
-    /// This connection's attachment; any older one is detached (take-over).
-    pub attachment: u32,
-    /// The `seq` of the cursor's event: `events` start after it. A host that follows the
-    /// stream by `poll` polls from the last event it wrote, or from here.
-    pub cursor_seq: Seq,
-    /// Every event after the cursor, in order, exactly once.
-    pub events: Vec<Event>,
-    /// The last event is the terminal one: close the response after writing it.
-    pub includes_terminal: bool,
-    /// The request's writer is gone (its lease expired): after `events`, the host answers
-    /// these requests with the stranded error and closes the response. The stream is aborted.
-    pub stranded: Vec<RequestId>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FreshStart {
-    pub reason: StaleReason,
-    pub opened: Opened,
-    /// Requests the client provably still waits for; the host answers each with an error.
-    pub stranded: Vec<RequestId>,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    Resume(Resumption),
-    Fresh(FreshStart),
-}
 
 /// What the table decided. `V` is the store's version of the stream record it loaded, for
 /// the compare-and-swap that applies the verdict.

@@ -27,8 +27,7 @@ pub enum GateError {
     DuplicateRequestId,
     /// A text request id longer than 256 bytes (JSON-RPC error -32600).
     InvalidRequestId,
-    /// A stream answers at most [`MAX_BATCH_REQUESTS`](crate::stream::MAX_BATCH_REQUESTS)
-    /// requests of one batch (JSON-RPC error -32600).
+    /// A stream answers at most 256 requests of one batch (JSON-RPC error -32600).
     BatchTooLarge,
     /// `max-sessions` reached and every session holds work (HTTP 503).
     TooManySessions,

@@ -11,17 +11,21 @@
 //! # Layout
 //!
 //! - [`decision`]: the decision table of DESIGN.md, checks 1–11 in one function, in order, and
-//!   what a reconnect returns.
-//! - [`gate`]: the operations a host calls (`open_session`, `open_stream`, `emit`,
-//!   `terminal`, `detach`, `abort`, `renew_lease`, `poll`, `reconnect`) and the bounds they
-//!   keep; `room`: what it frees when a bound is reached.
+//!   the verdict it returns; [`reason`]: why a reconnect starts fresh.
+//! - [`gate`]: the `Gate` and the operations a host calls (`open_session`, `open_stream`,
+//!   `join_stream`, `emit`, `terminal`, `detach`, `abort`, `renew_lease`, `check_stream`,
+//!   `poll`, `reconnect`, …); [`outcome`]: what they return.
+//! - `room`: what is freed when a bound is reached, planned by pure functions.
 //! - [`stream`], [`session`]: the stream model and the session it belongs to.
 //! - [`event_id`]: minting, signing and the total parser of event ids.
-//! - [`store`]: the `Store` trait and the in-memory store.
+//! - [`store`]: the `Store` trait, what records cost, and the in-memory store.
 //! - [`kv`]: the store over a shared key-value store (`wasi:keyvalue`), for per-request hosts.
 //! - [`config`], [`counters`], [`error`]: bounds, metrics, typed errors.
 //! - `component` (features `component`, `component-kv`): the wit-bindgen glue.
 //! - [`wit_conversions!`]: WIT types ↔ core types, for hosts and fronts that bind the WIT.
+//!
+//! Dependencies point one way: `gate` uses `decision`, `room` and the stores; `decision` and
+//! `room` use the model (`stream`, `session`) and never the gate.
 
 pub mod config;
 pub mod counters;
@@ -30,6 +34,8 @@ pub mod error;
 pub mod event_id;
 pub mod gate;
 pub mod kv;
+pub mod outcome;
+pub mod reason;
 mod room;
 pub mod session;
 pub mod store;
@@ -39,13 +45,16 @@ mod wit_convert;
 #[cfg(feature = "component")]
 mod component;
 
-pub use config::{Config, Millis};
+pub use config::{Config, Hold, Millis};
 pub use counters::Counters;
-pub use decision::{Decision, FreshStart, Resumption, StaleReason};
 pub use error::{GateError, StoreError};
-pub use gate::{Event, Gate, Opened, Polled, Recorded, SessionInfo, StreamStatus};
+pub use gate::Gate;
+pub use outcome::{
+    Decision, Event, FreshStart, Opened, Polled, Recorded, Resumption, SessionInfo, StreamStatus,
+};
+pub use reason::StaleReason;
 pub use session::{MAX_SESSION_ID_LEN, validate_session_id};
 pub use store::{MemoryStats, MemoryStore, Store, Swept};
 pub use stream::{
-    EventRef, Hold, MAX_BATCH_REQUESTS, MAX_REQUEST_ID_LEN, Origin, RequestId, Seq, StreamNo, StreamState,
+    EventRef, MAX_BATCH_REQUESTS, MAX_REQUEST_ID_LEN, Origin, RequestId, Seq, StreamNo, StreamState,
 };

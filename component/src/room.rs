@@ -1,25 +1,24 @@
-//! Making room: what the gate frees when a bound is reached, in a documented order.
+//! Making room: what the gate frees when a bound is reached, in a documented order, planned by
+//! pure functions over what the store reports; the gate carries the plans out.
 //!
-//! Two byte budgets — one session's share (`max-bytes-per-session`) and the total
-//! (`max-total-bytes`) — and the session table (`max-sessions`). At a budget the gate frees the
-//! buffers of answered streams first (least recently active first: their client most likely
-//! has the result), then, for the total, the session idle longest that holds no work; it never
-//! touches a stream that is still running. What cannot be freed is the caller's to handle:
-//! `over-budget` for a new session or stream, an event sent but not buffered.
+//! - A session's stream list is full ([`plan_stream_drop`]): streams kept past retention are
+//!   expired, then the oldest tombstone goes, else the oldest stream whose response was sent; a
+//!   call still running never does.
+//! - A byte budget is short ([`next_to_free`]): one session's share (`max-bytes-per-session`)
+//!   or the total (`max-total-bytes`). The buffers of answered streams go first (least recently
+//!   active first: their client most likely has the result), then, for the total, the session
+//!   idle longest that holds no work.
+//! - A stream's buffer is over its bounds ([`evict_oldest`]): its own oldest events go.
+//!
+//! What cannot be freed is the caller's to handle: `over-budget` for a new session or stream,
+//! an event sent but not buffered.
 
-use crate::config::Millis;
-use crate::error::GateError;
-use crate::gate::Gate;
-use crate::store::{MAX_ATTEMPTS, Store};
-use crate::stream::StreamState;
+use crate::config::{Config, Millis};
+use crate::event_id::EventId;
+use crate::store::EVENT_OVERHEAD;
+use crate::stream::{EventRef, Seq, StreamMeta, StreamNo, StreamState, StreamSummary};
 
-/// What `make_room` achieved: the bytes still missing, and a session it reclaimed.
-pub(crate) struct Room {
-    pub shortfall: u64,
-    pub reclaimed: Option<String>,
-}
-
-/// The two byte bounds `make_room` keeps.
+/// The two byte bounds room is made in.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Budget {
     /// `max-bytes-per-session`, for the session an operation works in.
@@ -28,70 +27,105 @@ pub(crate) enum Budget {
     Total,
 }
 
-impl<S: Store> Gate<S> {
-    /// Removes the session idle longest that holds no work, as the store nominates it (its
-    /// index, or its queue, decides; see `Store::idlest_session`). `None` when every session
-    /// holds work.
-    pub(crate) fn reclaim_idlest_session(
-        &mut self,
-        now: Millis,
-        except: &str,
-    ) -> Result<Option<String>, GateError> {
-        let Some(id) = self.store.idlest_session(now, except)? else { return Ok(None) };
-        let Some((victim, _)) = self.store.session(&id)? else { return Ok(None) };
-        self.store.remove_session(&victim)?;
-        self.counters.reclaimed_sessions += 1;
-        Ok(Some(id))
-    }
+/// Bytes `need` more would take `held` past `limit` by (0: they fit).
+pub(crate) fn shortfall(held: u64, need: u64, limit: u64) -> u64 {
+    held.saturating_add(need).saturating_sub(limit)
+}
 
-    /// Frees bytes until `need` more fit in both the session's `max-bytes-per-session` and
-    /// `max-total-bytes`; see [`Gate::make_room`].
-    pub(crate) fn room_for(&mut self, need: u64, now: Millis, session: &str) -> Result<Room, GateError> {
-        let own = self.make_room(Budget::Session, need, now, session)?;
-        let all = self.make_room(Budget::Total, need, now, session)?;
-        Ok(Room { shortfall: own.shortfall.max(all.shortfall), reclaimed: all.reclaimed })
-    }
+/// What to free next when a budget is short.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Free {
+    /// This answered stream's buffer.
+    AnsweredBuffer(String, StreamNo),
+    /// The session idle longest that holds no work (total budget only).
+    IdlestSession,
+    /// Nothing more can be freed for this budget.
+    Nothing,
+}
 
-    /// Frees bytes until `need` more fit in `budget`: answered streams' buffers first (within
-    /// the session for its own budget), then, for the total, the session idle longest that
-    /// holds no work (never `session`).
-    pub(crate) fn make_room(
-        &mut self,
-        budget: Budget,
-        need: u64,
-        now: Millis,
-        session: &str,
-    ) -> Result<Room, GateError> {
-        let (scope, limit) = match budget {
-            Budget::Session => (Some(session), self.config.max_bytes_per_session),
-            Budget::Total => (None, self.config.max_total_bytes),
+/// The next thing to free in `budget`, given the oldest answered buffer the store has in it.
+pub(crate) fn next_to_free(budget: Budget, oldest_answered: Option<(String, StreamNo)>) -> Free {
+    match (oldest_answered, budget) {
+        (Some((session, no)), _) => Free::AnsweredBuffer(session, no),
+        (None, Budget::Total) => Free::IdlestSession,
+        (None, Budget::Session) => Free::Nothing,
+    }
+}
+
+/// What listing one more stream in a full session takes.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct DropPlan {
+    /// Streams kept without a connection past retention: aborted first.
+    pub expire: Vec<StreamNo>,
+    /// The stream whose record goes; `None`: every stream is a call still running.
+    pub drop: Option<StreamNo>,
+}
+
+/// The oldest tombstone (counting the streams `expire` ends), else the oldest stream whose
+/// response was sent. A session answering many calls keeps each answered one resumable until
+/// room is needed.
+pub(crate) fn plan_stream_drop(listed: &[StreamSummary], now: Millis, retention: Millis) -> DropPlan {
+    let mut plan = DropPlan::default();
+    let (mut tombstone, mut answered) = (None, None);
+    for st in listed {
+        let state = if st.expired(now, retention) {
+            plan.expire.push(st.no);
+            StreamState::Aborted
+        } else {
+            st.state
         };
-        let mut reclaimed = None;
-        let mut shortfall = 0;
-        for _ in 0..MAX_ATTEMPTS {
-            let Some(held) = self.store.bytes_held(scope)? else {
-                return Ok(Room { shortfall: 0, reclaimed });
-            };
-            shortfall = held.saturating_add(need).saturating_sub(limit);
-            if shortfall == 0 {
-                return Ok(Room { shortfall, reclaimed });
-            }
-            if let Some((owner, no)) = self.store.oldest_answered_buffer(scope)? {
-                let Some((s, _)) = self.store.session(&owner)? else { continue };
-                let evicted = self.stream(&s, no)?.map_or(0, |(st, _)| st.buffered());
-                if self.end_stream(&s, no, StreamState::Aborted)? {
-                    self.counters.evicted_events += evicted;
-                }
-                continue;
-            }
-            if budget == Budget::Session {
-                break;
-            }
-            match self.reclaim_idlest_session(now, session)? {
-                Some(id) => reclaimed = Some(id),
-                None => break,
-            }
+        let oldest = match state {
+            state if !state.is_live() => &mut tombstone,
+            StreamState::TerminalSent => &mut answered,
+            _ => continue,
+        };
+        let key = (st.last_active, st.no);
+        if oldest.is_none_or(|o| key < o) {
+            *oldest = Some(key);
         }
-        Ok(Room { shortfall, reclaimed })
     }
+    plan.drop = tombstone.or(answered).map(|(_, no)| no);
+    plan
+}
+
+/// The event just appended: its sequence number, its id's length, and its cost (id and data).
+#[derive(Clone, Copy)]
+pub(crate) struct JustAppended {
+    pub seq: Seq,
+    pub id_len: usize,
+    pub cost: u32,
+}
+
+/// Drops the stream's oldest buffered events until it holds at most `max-events-per-stream`
+/// and `max-bytes-per-stream` and `owed` more bytes were freed (what the memory budgets lack
+/// for the event `just` appended); returns them, for their data to go. `data_len` tells a
+/// buffered event's data length.
+pub(crate) fn evict_oldest(
+    stream: &mut StreamMeta,
+    config: &Config,
+    just: &JustAppended,
+    mut owed: u64,
+    data_len: &mut dyn FnMut(EventRef) -> u64,
+) -> Vec<EventRef> {
+    let JustAppended { seq, id_len, cost } = *just;
+    let signed = config.signing_key.is_some();
+    let mut evicted = Vec::new();
+    while stream.buffered() > u64::from(config.max_events_per_stream)
+        || stream.buffered_bytes > config.max_bytes_per_stream
+        || owed > 0
+    {
+        let Some(old) = stream.pop_oldest() else { break };
+        let old_cost = if old.seq == seq {
+            cost
+        } else {
+            let len = EventId::formatted_len(stream.no, old.seq, signed) as u64 + data_len(old);
+            u32::try_from(len).unwrap_or(u32::MAX)
+        };
+        stream.buffered_bytes = stream.buffered_bytes.saturating_sub(u64::from(old_cost));
+        evicted.push(old);
+        // An older id is no longer than the new one: this undercounts what is freed.
+        let freed = u64::from(old_cost).saturating_sub(id_len as u64) + EVENT_OVERHEAD;
+        owed = owed.saturating_sub(freed);
+    }
+    evicted
 }

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::Millis;
+use crate::config::{Hold, Millis};
 use crate::event_id::SessionTag;
 
 /// Stream number within a session, allocated in increasing order from 1.
@@ -164,15 +164,6 @@ pub struct StreamMeta {
     /// The terminal event was recorded while a connection was attached: the result was
     /// written in full, so the stream no longer keeps its session from being reclaimed.
     pub delivered: bool,
-}
-
-/// How long streams keep their session from being reclaimed (see [`StreamMeta::holds_until`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Hold {
-    /// `retention-ms`: how long an answer nobody was attached to receive stays owed.
-    pub retention: Millis,
-    /// `max-detached-ms`: how long a stream without a connection stays owed.
-    pub max_detached: Millis,
 }
 
 /// The few fields of a stream record that choosing a stream to drop looks at: a store that

@@ -159,7 +159,7 @@ impl<K: Kv> KvStore<K> {
         let Some(epoch) = self.live(&session, page)?.map(|l| l.meta.epoch) else {
             // Its place in the admission queue goes with it, as when a session is removed.
             if kind == KeyKind::QueueSlot {
-                self.leave_queue(&session)?;
+                admission::leave(&mut self.kv, &session)?;
             }
             return Ok(true);
         };
