@@ -1,5 +1,5 @@
 //! Builds the Spin app's front and hands its path to the crate as `SPIN_FRONT_WASM` (the
-//! gate, world `gate-kv`, comes from `kv-host`).
+//! gate, world `gate-kv`, comes from `gate-host`).
 
 use wasm_build::{Target, Wasm, rerun_if_changed, workspace_root};
 

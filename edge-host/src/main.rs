@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use edge_host::keyvalue::SharedKv;
-use edge_host::serve::{EdgeHost, Tcp};
+use edge_host::serve::EdgeHost;
 use edge_host::variables::{self, Variables};
+use gate_host::net::Tcp;
 use mcp_transport::hosts::{AllowedHosts, LOCALHOST};
 use resume_gate::kv::{MemoryKv, Semantics};
 use resume_gate_redis::RedisKv;
@@ -51,10 +52,6 @@ struct Cli {
     #[arg(long, env = "RESUME_GATE_MAX_BATCH",
           value_parser = clap::value_parser!(u64).range(1..=resume_gate::MAX_BATCH_REQUESTS as u64))]
     max_batch: Option<u64>,
-    /// Leave Nagle's algorithm on (no `TCP_NODELAY`), as Spin may: only for measuring the
-    /// front's own write coalescing.
-    #[arg(long)]
-    nagle: bool,
     /// Which of Spin's key-value backends the in-process store answers like: `sqlite` (the
     /// default store) or `redis` (a swap answers `cas-failed` even when it committed, counters
     /// are ASCII decimal), to run the app against either.
@@ -125,8 +122,8 @@ fn main() -> Result<()> {
             let defaults = resume_gate::Config::default();
             let config =
                 resume_gate::Config { lease_ms: cli.lease_ms.unwrap_or(defaults.lease_ms), ..defaults };
-            let pre = edge_host::gate_kv::prepare(&wasmtime::Engine::default())?;
-            let removed = kv_host::collector::collect_pass(&pre, &kv, &config)?;
+            let pre = edge_host::kv_world::prepare(&wasmtime::Engine::default())?;
+            let removed = gate_host::collector::collect_pass(&pre, &kv, &config)?;
             println!("removed {removed} keys");
             Ok(())
         }
@@ -163,13 +160,12 @@ fn main() -> Result<()> {
                         ..defaults
                     };
                     let every = std::time::Duration::from_secs(secs);
-                    Some(kv_host::collector::Collector::spawn(kv.clone(), every, config)?)
+                    Some(gate_host::collector::Collector::spawn(kv.clone(), every, config)?)
                 }
             };
             let host = EdgeHost::built(kv, variables)?;
             let addr = std::net::SocketAddr::new(cli.bind, cli.port);
-            let tcp = if cli.nagle { Tcp::Nagle } else { Tcp::NoDelay };
-            tokio::runtime::Runtime::new()?.block_on(host.serve(addr, tcp))
+            tokio::runtime::Runtime::new()?.block_on(host.serve(addr, Tcp::NoDelay))
         }
     }
 }

@@ -21,6 +21,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
 use crate::keyvalue::{self, KvView, SharedKv};
 use crate::variables::Variables;
+use gate_host::net::Tcp;
 
 /// One request's store data.
 pub struct RequestState {
@@ -155,9 +156,7 @@ impl EdgeHost {
         tracing::info!("Spin app (front + gate-kv) on http://{}/mcp ({tcp:?})", listener.local_addr()?);
         loop {
             let (client, _) = listener.accept().await?;
-            if let Err(e) = client.set_nodelay(tcp == Tcp::NoDelay) {
-                tracing::warn!("setting TCP_NODELAY failed: {e}");
-            }
+            tcp.apply(&client);
             let host = Arc::clone(&self);
             tokio::spawn(async move {
                 let service = hyper::service::service_fn(move |req| {
@@ -186,17 +185,6 @@ impl EdgeHost {
     pub async fn serve(self: Arc<Self>, addr: SocketAddr, tcp: Tcp) -> anyhow::Result<()> {
         self.serve_on(tokio::net::TcpListener::bind(addr).await?, tcp).await
     }
-}
-
-/// How accepted sockets are set up.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Tcp {
-    /// `TCP_NODELAY`: every write leaves at once (the default).
-    #[default]
-    NoDelay,
-    /// Nagle's algorithm left on, as a host that owns the socket may leave it: only for
-    /// measuring the front's own write coalescing.
-    Nagle,
 }
 
 fn internal_error() -> hyper::Response<HyperOutgoingBody> {

@@ -5,19 +5,15 @@
 
 use std::sync::OnceLock;
 
-use host_example::GateHost;
-use host_example::types::{Origin, RequestId};
+use gate_host::memory::types::{Origin, RequestId};
+use gate_host::memory::{self, GateMemoryPre, MemoryWorld};
+use gate_host::supervised::DEFAULT_MEMORY_LIMIT;
 use libfuzzer_sys::fuzz_target;
-use wasmtime::component::Component;
 use wasmtime::{Engine, Store};
 
-fn compiled() -> &'static (Engine, Component) {
-    static GATE: OnceLock<(Engine, Component)> = OnceLock::new();
-    GATE.get_or_init(|| {
-        let engine = Engine::default();
-        let component = GateHost::compile(&engine, host_example::GATE_WASM).expect("the gate component");
-        (engine, component)
-    })
+fn prepared() -> &'static GateMemoryPre<memory::State> {
+    static GATE: OnceLock<GateMemoryPre<memory::State>> = OnceLock::new();
+    GATE.get_or_init(|| memory::prepare(&Engine::default(), gate_host::GATE_MEMORY_WASM).expect("the gate component"))
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -25,9 +21,9 @@ fn text(bytes: &[u8]) -> String {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let (engine, component) = compiled();
-    let mut host = GateHost::new(engine, component).expect("instantiate");
-    let (g, store): (_, &mut Store<_>) = host.gate();
+    let wasi = wasmtime_wasi::WasiCtx::builder().build();
+    let mut instance = MemoryWorld::new(prepared(), wasi, DEFAULT_MEMORY_LIMIT).expect("instantiate");
+    let (g, store): (_, &mut Store<_>) = instance.exports();
     let _ = g.call_open_session(&mut *store, "s").expect("no trap");
     let mut streams = vec![1u64];
     for chunk in data.split(|b| *b == 0xff).take(64) {

@@ -1,12 +1,15 @@
-//! `host-example demo`: plays the seed scenario (`shared/spec/seed-stale-cursor.md`) through
-//! the real component in wasmtime and prints each decision of the gate with its reason.
+//! The command line: `host-example [serve]` (the MCP server) and `host-example demo` (the
+//! seed scenario, through the real component, decision by decision).
+
+mod demo;
 
 use anyhow::{Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
-use host_example::serve::Tcp;
-use host_example::types::{Decision, Event, GateError, Origin, RequestId, StaleReason};
-use host_example::{GateExports, GateHost, HostState};
-use mcp_transport::gate::GateApi as _;
+use gate_host::kv_world::{self, KvWorld};
+use gate_host::memory::{self, MemoryWorld};
+use gate_host::supervised::{DEFAULT_MEMORY_LIMIT, KvMaker, MemoryMaker, Supervised};
+use host_example::{App, Journal, Settings};
+use mcp_transport::gate::GateApi;
 use mcp_transport::hosts::AllowedHosts;
 
 /// A sample MCP Streamable HTTP server whose event ids, replays and stale-cursor decisions
@@ -37,10 +40,6 @@ struct ServeArgs {
     /// Where the `append` tool writes its lines.
     #[arg(long, env = "RESUME_GATE_JOURNAL", default_value = "journal.txt")]
     journal: std::path::PathBuf,
-    /// Serve without the gate (events without ids, nothing buffered, no resumption): only for
-    /// measuring what the gate costs; clients that reconnect lose what they missed.
-    #[arg(long)]
-    no_gate: bool,
     /// A name this server answers to (`Host`, and `Origin` when sent): `NAME` for any port,
     /// `NAME:PORT` for one; repeat it for several. Without it: localhost names and the bind
     /// address only (DNS-rebinding protection).
@@ -65,10 +64,6 @@ struct ServeArgs {
     /// on the same port. Off by default: anyone who reaches the port could read them.
     #[arg(long, env = "RESUME_GATE_METRICS")]
     metrics: bool,
-    /// Leave Nagle's algorithm on (no `TCP_NODELAY`): only for measuring the server's own
-    /// write coalescing; kept-alive clients may then wait for delayed ACKs.
-    #[arg(long)]
-    nagle: bool,
     /// Where the gate's state lives: `memory` (in the component instance, the default) or
     /// `redis://HOST:PORT[/DB]` (a Redis or Valkey server that any number of host-example and
     /// edge-host processes share; the `append` journal moves there too).
@@ -97,7 +92,7 @@ struct ServeArgs {
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
-        Some(Command::Demo) => demo(),
+        Some(Command::Demo) => demo::run(),
         Some(Command::Serve) | None => serve(cli.serve),
     }
 }
@@ -126,41 +121,38 @@ fn serve(args: ServeArgs) -> Result<()> {
         ..defaults
     };
     let mut collector = None;
-    let app = match (args.no_gate, args.store.as_str()) {
-        (true, "memory") => {
-            tracing::warn!("serving without the gate: no event ids, no resumption (--no-gate)");
-            host_example::serve::App::without_gate(args.journal, hosts)?
-        }
-        (true, _) => bail!("--no-gate keeps no state: it takes no --store"),
-        (false, "memory") => {
-            let mut gate = GateHost::load_default()?;
+    let mut settings = Settings::new(hosts, config.clone());
+    settings.max_batch = args.max_batch as usize;
+    let app = match args.store.as_str() {
+        "memory" => {
+            let pre = memory::prepare(&wasmtime::Engine::default(), gate_host::GATE_MEMORY_WASM)?;
+            let mut gate =
+                Supervised::<MemoryWorld>::new(MemoryMaker { pre, memory_limit: DEFAULT_MEMORY_LIMIT })?;
             gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
-            host_example::serve::App::new(gate, args.journal, hosts)?
+            App::new(Box::new(gate), Journal::open(args.journal)?, settings)
         }
-        (false, url) if url.starts_with("redis://") => {
-            let kv = resume_gate_redis::RedisKv::connect(url).map_err(|e| anyhow!("--store: {}", e.0))?;
-            let mut gate = host_example::store::KvGateHost::new(kv.into())?;
+        url if url.starts_with("redis://") => {
+            let kv: gate_host::keyvalue::SharedKv =
+                resume_gate_redis::RedisKv::connect(url).map_err(|e| anyhow!("--store: {}", e.0))?.into();
+            let pre = kv_world::prepare(&wasmtime::Engine::default())?;
+            let mut gate = Supervised::<KvWorld>::new(KvMaker { pre, kv: kv.clone() })?;
             gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
             if args.collect_every > 0 {
                 let every = std::time::Duration::from_secs(args.collect_every);
-                collector = Some(kv_host::collector::Collector::spawn(gate.kv(), every, config.clone())?);
+                collector = Some(gate_host::collector::Collector::spawn(kv.clone(), every, config.clone())?);
             }
             tracing::info!("state in {url}, shared with every process that uses it");
-            host_example::serve::App::over_store(gate, hosts)?
+            settings.shared = true;
+            App::new(Box::new(gate), Journal::in_store(kv), settings)
         }
-        (false, other) => bail!("--store: `memory` or `redis://HOST:PORT`, not `{other}`"),
+        other => bail!("--store: `memory` or `redis://HOST:PORT`, not `{other}`"),
     };
-    let app = app.with_max_batch(args.max_batch as usize)?;
     if args.metrics {
         app.enable_metrics();
     }
-    let tcp = if args.nagle { Tcp::Nagle } else { Tcp::NoDelay };
     let runtime = tokio::runtime::Runtime::new()?;
-    let served = runtime.block_on(host_example::serve::serve(
-        app,
-        std::net::SocketAddr::new(args.bind, args.port),
-        tcp,
-    ));
+    let served =
+        runtime.block_on(host_example::http::serve(app, std::net::SocketAddr::new(args.bind, args.port)));
     drop(collector);
     served
 }
@@ -176,118 +168,4 @@ fn allowed_hosts(configured: &[String], bind: std::net::IpAddr) -> Result<Allowe
     }
     let hosts = AllowedHosts::localhost();
     Ok(if bind.is_unspecified() { hosts } else { hosts.with(&AllowedHosts::entry_for(bind)) })
-}
-
-fn demo() -> Result<()> {
-    let mut host = GateHost::load_default()?;
-    println!("gate component: {}", host_example::GATE_WASM);
-    let (gate, store) = host.gate();
-
-    let session = "demo-session";
-    let epoch = ok(gate.call_open_session(&mut *store, session)?)?.epoch;
-    println!("\nsession {session} opened, epoch {epoch:016x}");
-
-    println!("\n1. POST tools/call (id 1, `append`): the gate opens a stream");
-    let opened = ok(gate.call_open_stream(&mut *store, session, &Origin::Request(RequestId::Number(1)))?)?;
-    show("   sent", &opened.priming);
-    let message = r#"{"method":"notifications/progress"}"#;
-    let progress = ok(gate.call_on_emit(&mut *store, session, opened.stream, message)?)?;
-    println!("   sent id={} {message}", progress.id);
-
-    println!("\n2. the connection drops; the tool finishes while nobody listens");
-    ok(gate.call_on_detach(&mut *store, session, opened.stream, opened.attachment)?)?;
-    let response = r#"{"id":1,"result":"3 lines"}"#;
-    let result = ok(gate.call_on_terminal(&mut *store, session, opened.stream, response)?)?;
-    println!("   recorded id={} {response} [terminal]", result.id);
-
-    println!("\n3. GET with Last-Event-ID = the progress event: a valid continuation point");
-    reconnect(gate, store, session, progress.id.as_bytes(), &Origin::Standalone)?;
-
-    println!("\n4. GET with Last-Event-ID = the terminal event (the seed's failure 1)");
-    println!("   the naive rule finds the id in its buffer and replays the result again");
-    reconnect(gate, store, session, result.id.as_bytes(), &Origin::Standalone)?;
-
-    println!("\n5. a new POST tools/call (id 2) carrying that same Last-Event-ID (the seed's failure 2)");
-    reconnect(gate, store, session, result.id.as_bytes(), &Origin::Request(RequestId::Number(2)))?;
-
-    println!("\n6. same session id, a cursor from the finished stream (the seed's failure 3)");
-    reconnect(gate, store, session, progress.id.as_bytes(), &Origin::Standalone)?;
-
-    println!("\n7. the session is re-issued (new epoch); the old cursor comes back");
-    ok(gate.call_open_session(&mut *store, session)?)?;
-    reconnect(gate, store, session, progress.id.as_bytes(), &Origin::Standalone)?;
-
-    println!("\n8. a cursor minted for another session, and one that is garbage");
-    ok(gate.call_open_session(&mut *store, "other-session")?)?;
-    let other = ok(gate.call_open_stream(&mut *store, "other-session", &Origin::Standalone)?)?;
-    reconnect(gate, store, session, other.priming.id.as_bytes(), &Origin::Standalone)?;
-    reconnect(gate, store, session, b"1-2-3", &Origin::Standalone)?;
-
-    let c = gate.call_read_counters(&mut *store)?;
-    println!(
-        "\ncounters: {} events emitted, {} resumes, {} events replayed, fresh: {}",
-        c.events_emitted,
-        c.resumes,
-        c.events_replayed,
-        c.fresh
-            .iter()
-            .filter(|f| f.count > 0)
-            .map(|f| format!("{}={}", reason(f.reason), f.count))
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    if c.resumes != 1 || c.events_replayed != 1 {
-        bail!("the demo expected exactly one resume replaying one event");
-    }
-    Ok(())
-}
-
-fn reason(r: StaleReason) -> &'static str {
-    host_example::convert::from_wit_reason(r).as_str()
-}
-
-fn ok<T>(r: Result<T, GateError>) -> Result<T> {
-    r.map_err(|e| anyhow!("gate error: {e:?}"))
-}
-
-fn reconnect(
-    gate: &GateExports,
-    store: &mut wasmtime::Store<HostState>,
-    session: &str,
-    cursor: &[u8],
-    origin: &Origin,
-) -> Result<()> {
-    explain(&ok(gate.call_on_reconnect(store, session, cursor, origin)?)?);
-    Ok(())
-}
-
-fn show(verb: &str, e: &Event) {
-    let what = if e.data.is_empty() { "(priming)" } else { &e.data };
-    let terminal = if e.terminal { " [terminal]" } else { "" };
-    println!("{verb} id={} {what}{terminal}", e.id);
-}
-
-fn explain(d: &Decision) {
-    match d {
-        Decision::Resume(r) => {
-            println!("   gate: RESUME stream {}, replaying {} event(s)", r.stream, r.events.len());
-            for e in &r.events {
-                show("     replay", e);
-            }
-            if r.includes_terminal {
-                println!("     the terminal is among them: the host closes the response after it");
-            }
-        }
-        Decision::Fresh(f) => {
-            println!(
-                "   gate: FRESH ({}), nothing replayed; new stream {} starts with {}",
-                reason(f.reason),
-                f.opened.stream,
-                f.opened.priming.id
-            );
-            for id in &f.stranded {
-                println!("     stranded request {id:?}: the host answers it with a JSON-RPC error");
-            }
-        }
-    }
 }

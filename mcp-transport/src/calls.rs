@@ -1,84 +1,55 @@
-//! Answering a stream's requests: one tool call, or a 2025-03-26 batch, in order, each
-//! response recorded through the gate as it is produced.
-//!
-//! Written once for every host: a host supplies [`CallHost`] — how a recorded event reaches
-//! its connection, whether a request was cancelled, what to do when the stream's state is
-//! gone — and runs [`answer`]. The rules kept here:
-//! - the last request's response is the stream's terminal event; if that request was
-//!   cancelled, an empty terminal event ends the stream (a client ignores an event without
-//!   data), since a cancelled request gets no response at all;
-//! - a cancelled request runs no further and gets no response; the others are answered;
-//! - a stream the gate ended (cancelled, given up) takes nothing more: the answering stops;
-//! - a stream whose state vanished (the store flushed, the session reclaimed or ended) or a
-//!   store that fails: every request not answered yet gets `-32001` on the connection at once,
-//!   never a connection left open without an answer.
+//! The requests a stream answers: a tool call the host runs, or (in a 2025-03-26 batch) a
+//! request the transport answers itself, computed only when its turn comes, or a batch element
+//! refused already. `exchange` decides the order; a host only runs the tools.
 
-use resume_gate::{GateError, RequestId};
+use resume_gate::RequestId;
+use serde_json::{Value, json};
 
-use crate::server::PendingCall;
-use crate::tools::ToolHost;
+use crate::jsonrpc::{self, INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND};
+use crate::tools::{self, ToolCall, ToolHost};
 
-/// What [`answer`] needs from the host of one stream's connection, besides running tools.
-pub trait CallHost: ToolHost {
-    /// Records `data` on the stream (`terminal`: as its final response) and writes its frame
-    /// to the connection if the stream is still attached to it.
-    fn record(&self, data: &str, terminal: bool) -> Result<(), GateError>;
-    /// Whether the client cancelled request `id` (`notifications/cancelled`).
-    fn cancelled(&self, id: &RequestId) -> bool;
-    /// Request `id`'s turn begins (`None`: a malformed batch element): a host that stops a
-    /// cancelled request's tool while it waits learns which one runs.
-    fn starting(&self, id: Option<&RequestId>) {
-        let _ = id;
-    }
-    /// The stream can take nothing more and these requests will never get their answer
-    /// through it: write `-32001` for each to the connection and end it.
-    fn lost(&self, ids: &[RequestId]);
+/// A request the host answers on `Stream::stream` when its turn comes: a tool call it runs,
+/// or (in a batch) a request the transport answers, computed only then, so that a batch is
+/// answered as it is produced and never built whole first.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PendingCall {
+    /// A `tools/call`: the host runs the tool.
+    Tool { id: RequestId, call: ToolCall },
+    /// A request of a batch the transport answers itself (`ping`, `tools/list`, …).
+    Answer { id: RequestId, method: String, params: Value },
+    /// A batch element refused already, with this error and nothing run: a request whose id
+    /// was used before in the session, or a malformed element (`id` unknown).
+    Refused { id: Option<RequestId>, error: String },
 }
 
-/// How answering a stream's requests ended.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Answered {
-    /// Every request was answered or cancelled, the terminal event recorded.
-    All,
-    /// The gate ended the stream first (cancelled, given up, taken by a newer one).
-    StreamFinished,
-    /// The stream's state is gone or the store failed: the requests named got `-32001`.
-    Lost(GateError),
-}
-
-/// Answers `calls` in order on the stream `host` writes; see the module docs.
-pub async fn answer(calls: &[PendingCall], host: &impl CallHost) -> Answered {
-    let Some(last) = calls.len().checked_sub(1) else { return Answered::All };
-    for (i, pending) in calls.iter().enumerate() {
-        let terminal = i == last;
-        let cancelled = || pending.id().is_some_and(|id| host.cancelled(id));
-        let response = if cancelled() {
-            None
-        } else {
-            host.starting(pending.id());
-            let response = pending.respond(host).await;
-            // Cancelled while it ran: no response, whatever it produced.
-            (!cancelled()).then_some(response)
-        };
-        let recorded = match response {
-            Some(data) => host.record(&data, terminal),
-            None if terminal => host.record("", true),
-            None => Ok(()),
-        };
-        match recorded {
-            Ok(()) => {}
-            Err(GateError::StreamFinished) => return Answered::StreamFinished,
-            Err(e) => {
-                let unanswered: Vec<RequestId> = calls[i..]
-                    .iter()
-                    .filter_map(PendingCall::id)
-                    .filter(|id| !host.cancelled(id))
-                    .cloned()
-                    .collect();
-                host.lost(&unanswered);
-                return Answered::Lost(e);
-            }
+impl PendingCall {
+    /// The request it answers; `None` for a malformed element.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            Self::Tool { id, .. } | Self::Answer { id, .. } => Some(id),
+            Self::Refused { id, .. } => id.as_ref(),
         }
     }
-    Answered::All
+
+    /// The request's JSON-RPC response, running its tool on `host` if it is a tool call.
+    pub async fn respond(&self, host: &impl ToolHost) -> String {
+        match self {
+            Self::Tool { id, call } => tools::response(id, tools::call(call, host).await),
+            Self::Answer { id, method, params } => own_answer(id, method, params),
+            Self::Refused { error, .. } => error.clone(),
+        }
+    }
+}
+
+/// The response to a request the transport answers itself (all but a valid `tools/call`).
+pub(crate) fn own_answer(id: &RequestId, method: &str, params: &Value) -> String {
+    match method {
+        "tools/call" => match ToolCall::from_params(params) {
+            Ok(_) => jsonrpc::error(Some(id), INTERNAL_ERROR, "a tool call is run by the host"),
+            Err(why) => jsonrpc::error(Some(id), INVALID_PARAMS, &why),
+        },
+        "tools/list" => jsonrpc::result(id, tools::list()),
+        "ping" | "logging/setLevel" => jsonrpc::result(id, json!({})),
+        other => jsonrpc::error(Some(id), METHOD_NOT_FOUND, &format!("Method not found: {other}")),
+    }
 }

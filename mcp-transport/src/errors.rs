@@ -6,9 +6,10 @@
 //! never `404`: a `404` tells the client its session is gone, and it would start over and run
 //! its call again.
 
-use resume_gate::GateError;
+use resume_gate::{GateError, RequestId};
 
 use crate::jsonrpc::{INTERNAL_ERROR, INVALID_REQUEST, RESULT_LOST};
+use crate::reply::{Plain, Reply, rpc_plain};
 
 /// `(WIT case, HTTP status, JSON-RPC code)` for every `gate-error` case, in WIT order. Every
 /// `503` also carries `Retry-After`.
@@ -75,6 +76,42 @@ pub fn message(e: &GateError) -> String {
             format!("Service Unavailable: {e}")
         }
         _ => format!("Internal error: {e}"),
+    }
+}
+
+/// The `Retry-After` of a `503`: the state store failed or a bound is reached, and a retry
+/// soon may well succeed.
+pub const RETRY_AFTER_SECONDS: u32 = 1;
+
+/// `404`: the client must start over with `initialize`.
+pub(crate) fn session_not_found() -> Plain {
+    gate_error_plain(&GateError::UnknownSession, None)
+}
+
+pub(crate) fn unavailable(id: Option<&RequestId>, message: &str) -> Plain {
+    Plain {
+        retry_after: Some(RETRY_AFTER_SECONDS),
+        ..rpc_plain(503, id, INTERNAL_ERROR, &format!("Service Unavailable: {message}"))
+    }
+}
+
+/// The HTTP answer for a gate error, from [`errors::TABLE`]. A store failure is `503`, never
+/// `404`: a `404` tells the client its session is gone, and it would start over and run its
+/// call again.
+pub fn gate_error_reply(e: &GateError, id: Option<&RequestId>) -> Reply {
+    Reply::Plain(gate_error_plain(e, id))
+}
+
+pub(crate) fn gate_error_plain(e: &GateError, id: Option<&RequestId>) -> Plain {
+    let (status, code) = http_answer(e);
+    // An id the gate refused is not echoed; a session-level answer names no request.
+    let id = match e {
+        GateError::InvalidRequestId | GateError::UnknownSession => None,
+        _ => id,
+    };
+    Plain {
+        retry_after: (status == 503).then_some(RETRY_AFTER_SECONDS),
+        ..rpc_plain(status, id, code, &message(e))
     }
 }
 

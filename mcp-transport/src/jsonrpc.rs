@@ -164,6 +164,11 @@ pub fn error(id: Option<&RequestId>, code: i64, message: &str) -> String {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
 }
 
+/// The error that answers a request whose result was lost with its stream: `-32001`.
+pub fn result_lost(id: &RequestId) -> String {
+    error(Some(id), RESULT_LOST, "The result of this request was lost with its stream")
+}
+
 pub fn notification(method: &str, params: Value) -> String {
     json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
 }

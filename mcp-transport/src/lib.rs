@@ -9,24 +9,35 @@
 //! # Layout
 //!
 //! - [`server`]: request → reply, in the spec's order of checks (method, headers, session).
-//! - [`calls`]: answering a stream's requests in order (a call, or a batch), for every host.
+//! - [`calls`]: the requests a stream answers (a tool call, a batch's other requests).
+//! - [`exchange`]: serving one SSE response, sans-IO: call order, following a stream,
+//!   heartbeats, take-over, detaching — what every host would otherwise write again.
 //! - [`errors`]: the one table from a gate error to an HTTP status and JSON-RPC code.
-//! - [`gate`]: the `GateApi` trait a host implements over the component, and `InProcess`,
-//!   the core gate behind it for tests and the fuzzer.
+//! - [`gate`]: the `GateApi` trait a host implements over the component.
+//! - `test_util` (feature `test-util`): `InProcess`, the core gate behind `GateApi` for the
+//!   tests and the fuzzer.
 //! - [`hosts`]: the names a server answers to (DNS-rebinding protection).
 //! - [`jsonrpc`]: parsing and building JSON-RPC 2.0 messages.
 //! - [`protocol`]: protocol revisions and what each one changes.
 //! - [`sse`]: SSE frame encoding.
-//! - [`tools`]: the sample tools, run against a host's `ToolHost`.
+//! - [`tools`]: the sample tools, run against a host's `ToolHost`; [`journal`]: the
+//!   `append` tool's journal in a shared store.
+//! - [`http`], [`reply`]: an HTTP request as the transport reads it, and its answer.
 
 pub mod calls;
 pub mod errors;
+pub mod exchange;
 pub mod gate;
 pub mod hosts;
+pub mod http;
+pub mod journal;
 pub mod jsonrpc;
 pub mod protocol;
+pub mod reply;
 pub mod server;
 pub mod sse;
+#[cfg(any(test, feature = "test-util"))]
+pub mod test_util;
 pub mod tools;
 
 #[cfg(test)]

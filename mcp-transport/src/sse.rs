@@ -1,7 +1,9 @@
 //! SSE frames as the HTML living standard defines them: one `data:` line per line of the
 //! payload, so a JSON message with embedded newlines still arrives whole.
 
-use resume_gate::{Event, Recorded};
+use resume_gate::{Event, Recorded, RequestId};
+
+use crate::jsonrpc;
 
 /// One SSE event: `id`, optional `retry`, the data lines, a blank line. An event without an id
 /// (a server running without the gate) gets no `id` line, and one without data either is
@@ -38,6 +40,12 @@ fn write(id: &str, retry_ms: Option<u32>, data: &str) -> String {
     }
     out.push('\n');
     out
+}
+
+/// A frame without an id answering request `id` with `-32001`: its result was lost with its
+/// stream (evicted, expired, its writer gone, its state vanished).
+pub fn stranded(id: &RequestId) -> String {
+    write("", None, &jsonrpc::result_lost(id))
 }
 
 /// A frame with only a `retry` field: tells a client when to poll again (SEP-1699).

@@ -5,10 +5,13 @@
 use resume_gate::{Origin, RequestId};
 use serde_json::{Value, json};
 
-use crate::gate::{GateApi, InProcess as NativeGate};
+use crate::gate::GateApi;
 use crate::hosts::AllowedHosts;
+use crate::http::HttpRequest;
 use crate::jsonrpc::{INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR, RESULT_LOST};
-use crate::server::{HttpRequest, Plain, Reply, Server, ServerConfig, Stream};
+use crate::reply::{Plain, Reply, Stream};
+use crate::server::{Server, ServerConfig};
+use crate::test_util::InProcess as NativeGate;
 
 const VERSION: &str = "2025-11-25";
 
@@ -104,6 +107,134 @@ fn messages(s: &Stream) -> Vec<Value> {
 
 fn first_id(s: &Stream) -> String {
     s.frames[0].lines().find_map(|l| l.strip_prefix("id: ")).unwrap().to_owned()
+}
+
+/// A host in the tests: serves an exchange to its end over the in-process gate. Tools finish
+/// at once; their waits move a clock (the host's and the gate's alike); what is written, and
+/// the journal, are kept.
+mod driver {
+    use std::cell::RefCell;
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::NativeGate;
+    use crate::exchange::Exchange;
+    use crate::gate::GateApi;
+    use crate::journal::{AppendError, JournalPage};
+    use crate::tools::ToolHost;
+
+    pub struct Driver<'a> {
+        pub gate: &'a mut NativeGate,
+        pub journal: &'a RefCell<Vec<String>>,
+        pub now: u64,
+        /// After this many recorded events the session is ended under the call.
+        pub vanish_after: Option<usize>,
+        pub written: Vec<String>,
+    }
+
+    impl Driver<'_> {
+        pub fn serve(&mut self, exchange: &mut Exchange) {
+            loop {
+                self.drain(exchange);
+                if exchange.is_finished() {
+                    return;
+                }
+                if let Some(call) = exchange.poll_call(&mut *self.gate, self.now) {
+                    let response = {
+                        let tools = Tools {
+                            driver: RefCell::new(&mut *self),
+                            exchange: RefCell::new(&mut *exchange),
+                        };
+                        let mut future = pin!(call.respond(&tools));
+                        let Poll::Ready(response) =
+                            future.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+                        else {
+                            panic!("the test tools never wait")
+                        };
+                        response
+                    };
+                    self.vanish_maybe();
+                    exchange.handle_response(&mut *self.gate, &response);
+                    continue;
+                }
+                match exchange.poll_timeout() {
+                    Some(at) => {
+                        self.advance_to(at);
+                        exchange.handle_timeout(&mut *self.gate, self.now);
+                    }
+                    None => return,
+                }
+            }
+        }
+
+        fn drain(&mut self, exchange: &mut Exchange) {
+            while let Some(frame) = exchange.poll_transmit() {
+                self.written.push(frame);
+            }
+        }
+
+        fn advance_to(&mut self, at: u64) {
+            if at > self.now {
+                self.gate.advance(at - self.now);
+                self.now = at;
+            }
+        }
+
+        fn vanish_maybe(&mut self) {
+            if let Some(n) = self.vanish_after {
+                if n == 0 {
+                    for id in ["session-1", "session-2", "session-3"] {
+                        let _ = self.gate.end_session(id);
+                    }
+                }
+                self.vanish_after = n.checked_sub(1);
+            }
+        }
+    }
+
+    struct Tools<'d, 'a> {
+        driver: RefCell<&'d mut Driver<'a>>,
+        exchange: RefCell<&'d mut Exchange>,
+    }
+
+    impl ToolHost for Tools<'_, '_> {
+        fn sleep(&self, ms: u64) -> impl Future<Output = bool> + Send {
+            let (mut driver, mut exchange) = (self.driver.borrow_mut(), self.exchange.borrow_mut());
+            let end = driver.now + ms;
+            let mut going = exchange.call_running();
+            while going && driver.now < end {
+                let at = exchange.poll_timeout().map_or(end, |t| t.min(end));
+                driver.advance_to(at);
+                let now = driver.now;
+                if exchange.poll_timeout().is_some_and(|t| t <= now) {
+                    exchange.handle_timeout(&mut *driver.gate, now);
+                }
+                driver.drain(&mut exchange);
+                going = exchange.call_running();
+            }
+            std::future::ready(going)
+        }
+        fn notify(&self, message: String) -> bool {
+            let (mut driver, mut exchange) = (self.driver.borrow_mut(), self.exchange.borrow_mut());
+            driver.vanish_maybe();
+            let going = exchange.handle_event(&mut *driver.gate, &message);
+            driver.drain(&mut exchange);
+            going
+        }
+        fn close_connection(&self) {
+            let (mut driver, mut exchange) = (self.driver.borrow_mut(), self.exchange.borrow_mut());
+            exchange.close_connection(&mut *driver.gate);
+        }
+        fn append(&self, line: &str) -> Result<u64, AppendError> {
+            let driver = self.driver.borrow();
+            driver.journal.borrow_mut().push(line.to_owned());
+            Ok(driver.journal.borrow().len() as u64)
+        }
+        fn journal(&self, _: u64, _: u64) -> Result<JournalPage, String> {
+            Ok(JournalPage::default())
+        }
+    }
 }
 
 mod guards {
@@ -417,18 +548,11 @@ mod reconnects {
 mod batches {
     //! Exactly once per (session, request id), whatever carries the request: every element of
     //! a batch claims its id before any runs, and a duplicate runs nothing.
-    use std::cell::{Cell, RefCell};
-    use std::collections::HashSet;
-    use std::future::Future;
-    use std::pin::pin;
-    use std::task::{Context, Poll, Waker};
-
-    use resume_gate::GateError;
+    use std::cell::RefCell;
 
     use super::*;
-    use crate::calls::{self, Answered, CallHost};
-    use crate::server::PendingCall;
-    use crate::tools::{JournalPage, ToolHost};
+    use crate::calls::PendingCall;
+    use crate::exchange::{Events, Options};
 
     fn batch(h: &mut Harness, session: &str, version: Option<&str>, body: Value) -> Reply {
         let mut req = post(Some(session), &body);
@@ -447,92 +571,26 @@ mod batches {
         json!({"jsonrpc": "2.0", "id": id, "method": "ping"})
     }
 
-    /// A host answering one stream over the harness's gate: tools finish at once, `append`
-    /// counts into `journal`, frames go to `frames`.
-    struct TestHost<'a> {
-        gate: RefCell<&'a mut NativeGate>,
-        session: String,
-        stream: u64,
-        journal: &'a RefCell<Vec<String>>,
-        frames: RefCell<Vec<String>>,
-        cancelled: HashSet<RequestId>,
-        lost: RefCell<Vec<RequestId>>,
-        /// After this many records the session is ended (its state vanishes).
-        vanish_after: Cell<Option<usize>>,
-    }
-
-    impl ToolHost for TestHost<'_> {
-        fn sleep(&self, _ms: u64) -> impl Future<Output = bool> + Send {
-            std::future::ready(true)
-        }
-        fn notify(&self, message: String) -> bool {
-            self.record(&message, false).is_ok()
-        }
-        fn close_connection(&self) {}
-        fn append(&self, line: &str) -> Result<u64, crate::tools::AppendError> {
-            self.journal.borrow_mut().push(line.to_owned());
-            Ok(self.journal.borrow().len() as u64)
-        }
-        fn journal(&self, _: u64, _: u64) -> Result<JournalPage, String> {
-            Ok(JournalPage::default())
-        }
-    }
-
-    impl CallHost for TestHost<'_> {
-        fn record(&self, data: &str, terminal: bool) -> Result<(), GateError> {
-            if let Some(n) = self.vanish_after.get() {
-                if n == 0 {
-                    self.gate.borrow_mut().end_session(&self.session)?;
-                }
-                self.vanish_after.set(n.checked_sub(1));
-            }
-            let mut gate = self.gate.borrow_mut();
-            let recorded = if terminal {
-                gate.terminal(&self.session, self.stream, data)
-            } else {
-                gate.emit(&self.session, self.stream, data)
-            }?;
-            self.frames.borrow_mut().push(crate::sse::recorded(&recorded, data));
-            Ok(())
-        }
-        fn cancelled(&self, id: &RequestId) -> bool {
-            self.cancelled.contains(id)
-        }
-        fn lost(&self, ids: &[RequestId]) {
-            self.lost.borrow_mut().extend_from_slice(ids);
-        }
-    }
-
-    /// Runs the stream's pending requests as a host does; the frames written, how it ended,
-    /// and the requests answered `-32001` directly.
+    /// Answers the stream's requests as a host does, through an `Exchange`; the messages
+    /// written. `cancelled` were cancelled before anything ran; after `vanish_after` events the
+    /// session is ended under the call.
     fn run(
         h: &mut Harness,
         st: &Stream,
         journal: &RefCell<Vec<String>>,
         cancelled: &[RequestId],
         vanish_after: Option<usize>,
-    ) -> (Vec<Value>, Answered, Vec<RequestId>) {
-        let host = TestHost {
-            gate: RefCell::new(&mut h.gate),
-            session: st.session.clone(),
-            stream: st.stream,
-            journal,
-            frames: RefCell::new(st.frames.clone()),
-            cancelled: cancelled.iter().cloned().collect(),
-            lost: RefCell::new(Vec::new()),
-            vanish_after: Cell::new(vanish_after),
-        };
-        let answered = {
-            let mut future = pin!(calls::answer(&st.calls, &host));
-            let Poll::Ready(answered) = future.as_mut().poll(&mut Context::from_waker(Waker::noop())) else {
-                panic!("the test tools never wait")
-            };
-            answered
-        };
-        let frames = Stream { frames: host.frames.into_inner(), ..st.clone() };
-        (messages(&frames), answered, host.lost.into_inner())
+    ) -> Vec<Value> {
+        let options = Options { timing: Default::default(), shared: false, events: Events::Here };
+        let mut exchange = crate::exchange::Exchange::new(st.clone(), options, 0);
+        for id in cancelled {
+            exchange.handle_cancel(id);
+        }
+        let mut driver =
+            driver::Driver { gate: &mut h.gate, journal, now: 0, vanish_after, written: Vec::new() };
+        driver.serve(&mut exchange);
+        messages(&Stream { frames: driver.written, ..st.clone() })
     }
-
     fn ids(messages: &[Value]) -> Vec<Value> {
         messages.iter().map(|m| m["id"].clone()).collect()
     }
@@ -555,13 +613,14 @@ mod batches {
         let st = stream(batch(&mut h, &s, None, body));
         assert!(messages(&st).is_empty(), "nothing is answered before the host's turn: {st:?}");
         let journal = RefCell::new(Vec::new());
-        let (sent, answered, _) = run(&mut h, &st, &journal, &[], None);
+        let sent = run(&mut h, &st, &journal, &[], None);
         assert_eq!(
             ids(&sent),
             [json!(1), json!(2), json!(3), Value::Null],
             "one response per request, then the error"
         );
-        assert_eq!(answered, Answered::All, "the last response is the terminal event");
+        let status = h.gate.check_stream(&s, st.stream, st.attachment).unwrap();
+        assert!(!status.running, "the last response is the terminal event");
         let again = json!([ping(1)]);
         assert_eq!(plain(batch(&mut h, &s, Some("2025-03-26"), again)).status, 400, "id 1 was claimed");
     }
@@ -582,7 +641,7 @@ mod batches {
             [Some(&RequestId::Number(6)), Some(&RequestId::Number(5)), Some(&RequestId::Number(7))]
         );
         let journal = RefCell::new(Vec::new());
-        let (sent, _, _) = run(&mut h, &st, &journal, &[], None);
+        let sent = run(&mut h, &st, &journal, &[], None);
         assert_eq!(ids(&sent), [json!(6), json!(5), json!(7)]);
         assert_eq!(*journal.borrow(), ["a", "b"]);
     }
@@ -608,7 +667,7 @@ mod batches {
         let body =
             json!([call(20, "append", json!({"text": "x"})), call(20, "append", json!({"text": "x"}))]);
         let st = stream(batch(&mut h, &s, None, body));
-        let (sent, _, _) = run(&mut h, &st, &journal, &[], None);
+        let sent = run(&mut h, &st, &journal, &[], None);
         assert_eq!(
             codes(&sent),
             [Some(INVALID_REQUEST), None],
@@ -625,7 +684,7 @@ mod batches {
         let alone = stream(h.handle(&post(Some(&s), &call(30, "append", json!({"text": "x"})))));
         run(&mut h, &alone, &journal, &[], None);
         let st = stream(batch(&mut h, &s, None, json!([ping(31), call(30, "append", json!({"text": "x"}))])));
-        let (sent, _, _) = run(&mut h, &st, &journal, &[], None);
+        let sent = run(&mut h, &st, &journal, &[], None);
         assert_eq!(ids(&sent), [json!(31), json!(30)]);
         assert_eq!(codes(&sent), [None, Some(INVALID_REQUEST)]);
         assert_eq!(journal.borrow().len(), 1, "append ran once");
@@ -652,9 +711,9 @@ mod batches {
         assert!(h.gate.abort_request(&s, &RequestId::Number(41)).unwrap(), "the gate finds any element");
         let status = h.gate.check_stream(&s, st.stream, st.attachment).unwrap();
         assert_eq!((status.running, &status.cancelled[..]), (true, &[RequestId::Number(41)][..]));
-        let (sent, answered, _) = run(&mut h, &st, &journal, &status.cancelled, None);
+        let sent = run(&mut h, &st, &journal, &status.cancelled, None);
         assert_eq!(ids(&sent), [json!(42), json!(40)]);
-        assert_eq!(answered, Answered::All);
+        assert!(!h.gate.check_stream(&s, st.stream, st.attachment).unwrap().running, "answered to the end");
         assert_eq!(*journal.borrow(), ["a"], "the cancelled call never ran");
     }
 
@@ -665,8 +724,8 @@ mod batches {
         let journal = RefCell::new(Vec::new());
         let st = stream(batch(&mut h, &s, None, json!([ping(50), call(51, "append", json!({"text": "a"}))])));
         h.gate.abort_request(&s, &RequestId::Number(51)).unwrap();
-        let (sent, answered, _) = run(&mut h, &st, &journal, &[RequestId::Number(51)], None);
-        assert_eq!((ids(&sent), answered), (vec![json!(50)], Answered::All));
+        let sent = run(&mut h, &st, &journal, &[RequestId::Number(51)], None);
+        assert_eq!(ids(&sent), [json!(50)]);
         let status = h.gate.check_stream(&s, st.stream, st.attachment).unwrap();
         assert!(!status.running, "the stream ended with its terminal event");
         assert!(journal.borrow().is_empty());
@@ -712,9 +771,10 @@ mod batches {
             }
         }
         let journal: RefCell<Vec<String>> = journal;
-        let (_, answered, lost) = run(&mut h, &st, &journal, &[], Some(1));
-        assert_eq!(answered, Answered::Lost(GateError::UnknownSession));
-        assert_eq!(lost, [RequestId::Number(72), RequestId::Number(71)], "every request not answered yet");
+        let sent = run(&mut h, &st, &journal, &[], Some(1));
+        let lost: Vec<&Value> =
+            sent.iter().filter(|m| m["error"]["code"] == RESULT_LOST).map(|m| &m["id"]).collect();
+        assert_eq!(lost, [&json!(72), &json!(71)], "every request not answered yet: {sent:?}");
     }
 
     #[test]
@@ -729,7 +789,7 @@ mod batches {
         let at: Vec<Value> = (0..max as i64).map(ping).collect();
         let st = stream(batch(&mut h, &s, None, Value::Array(at)));
         let journal = RefCell::new(Vec::new());
-        let (sent, _, _) = run(&mut h, &st, &journal, &[], None);
+        let sent = run(&mut h, &st, &journal, &[], None);
         assert_eq!(sent.len(), max, "ids 0 to max - 1 were free: the refused batch claimed none");
     }
 
@@ -779,5 +839,165 @@ mod batches {
         .into_bytes();
         let p = plain(h.handle(&req));
         assert_eq!((p.status, error_code(&p)), (400, PARSE_ERROR));
+    }
+}
+
+mod exchange {
+    //! The sans-IO exchange: what every host's serving loop does, in process.
+    use std::cell::RefCell;
+
+    use resume_gate::Config;
+
+    use super::*;
+    use crate::exchange::{Events, Exchange, Options, Timing};
+
+    const TIMING: Timing = Timing { lease_ms: 900, poll_ms: 25, follow_ms: 1_000, retry_ms: 250 };
+
+    fn options(shared: bool, events: Events) -> Options {
+        Options { timing: TIMING, shared, events }
+    }
+
+    fn serve(h: &mut Harness, exchange: &mut Exchange, journal: &RefCell<Vec<String>>) -> Vec<Value> {
+        let mut driver =
+            driver::Driver { gate: &mut h.gate, journal, now: 0, vanish_after: None, written: Vec::new() };
+        driver.serve(exchange);
+        driver
+            .written
+            .iter()
+            .filter_map(|f| f.lines().find_map(|l| l.strip_prefix("data: ")))
+            .filter(|d| !d.is_empty())
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect()
+    }
+
+    fn countdown(h: &mut Harness, s: &str, id: i64, n: u64, interval_ms: u64) -> Stream {
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "countdown",
+            "arguments": {"n": n, "interval_ms": interval_ms}, "_meta": {"progressToken": "t"}}});
+        stream(h.handle(&post(Some(s), &body)))
+    }
+
+    #[test]
+    fn a_call_answers_its_request_once_with_every_event_before_the_terminal() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let st = countdown(&mut h, &s, 1, 3, 10);
+        let mut exchange = Exchange::new(st, options(false, Events::Here), 0);
+        let sent = serve(&mut h, &mut exchange, &RefCell::new(Vec::new()));
+        let progress = sent.iter().filter(|m| m["method"] == "notifications/progress").count();
+        assert_eq!((progress, &sent.last().unwrap()["id"]), (3, &json!(1)), "{sent:?}");
+        assert!(exchange.is_finished());
+    }
+
+    #[test]
+    fn a_waiting_call_renews_its_lease_every_third_of_it_and_is_never_stranded() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        // One wait of three leases without an event: only heartbeats keep the stream.
+        let st = countdown(&mut h, &s, 1, 1, 3 * TIMING.lease_ms);
+        h.gate.configure(&Config { lease_ms: TIMING.lease_ms, ..Config::default() }).unwrap();
+        let cursor = first_id(&st);
+        let mut exchange = Exchange::new(st, options(false, Events::Here), 0);
+        let sent = serve(&mut h, &mut exchange, &RefCell::new(Vec::new()));
+        assert!(sent.last().unwrap().get("result").is_some(), "{sent:?}");
+        let resumed = h.get(&s, &cursor);
+        assert!(resumed.decision.unwrap().stranded.is_empty(), "its writer held the lease throughout");
+    }
+
+    #[test]
+    fn a_closed_connection_is_detached_and_the_call_goes_on_recording() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let st = countdown(&mut h, &s, 1, 2, 10);
+        let cursor = first_id(&st);
+        let mut exchange = Exchange::new(st, options(false, Events::Here), 0);
+        exchange.handle_closed(&mut h.gate);
+        let sent = serve(&mut h, &mut exchange, &RefCell::new(Vec::new()));
+        assert!(sent.is_empty(), "nothing is written to a closed connection: {sent:?}");
+        let resumed = h.get(&s, &cursor);
+        let replay = messages(&resumed);
+        assert_eq!(replay.len(), 3, "two progress events and the result, stored: {replay:?}");
+        assert!(resumed.close, "the replay ends with the terminal");
+    }
+
+    #[test]
+    fn with_a_shared_store_a_resume_elsewhere_ends_this_connection_and_the_call_goes_on() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let st = countdown(&mut h, &s, 1, 3, 10);
+        let cursor = first_id(&st);
+        let mut exchange = Exchange::new(st, options(true, Events::Here), 0);
+        // The client resumed on another instance before the call's first event.
+        h.gate.detach(&s, exchange.stream(), exchange.attachment()).unwrap();
+        let elsewhere = h.get(&s, &cursor);
+        assert_eq!(elsewhere.decision.as_ref().map(|d| d.resumed), Some(true));
+        let sent = serve(&mut h, &mut exchange, &RefCell::new(Vec::new()));
+        assert!(sent.is_empty(), "the taken-over connection gets nothing: {sent:?}");
+        assert!(!exchange.is_connected());
+        let polled = h.gate.poll(&s, elsewhere.stream, elsewhere.attachment, elsewhere.follow_after).unwrap();
+        assert_eq!(polled.events.len(), 4, "every event recorded for the resume: {polled:?}");
+    }
+
+    #[test]
+    fn a_follower_writes_each_event_once_then_ends_at_the_terminal() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let st = countdown(&mut h, &s, 1, 0, 0);
+        let cursor = first_id(&st);
+        h.gate.detach(&s, st.stream, st.attachment).unwrap();
+        for i in 1..=2 {
+            h.gate.emit(&s, st.stream, &format!("{{\"progress\":{i}}}")).unwrap();
+        }
+        let resumed = h.get(&s, &cursor);
+        let mut follower = Exchange::new(resumed, options(true, Events::Elsewhere), 0);
+        while follower.poll_transmit().is_some() {}
+        h.gate.emit(&s, st.stream, "{\"progress\":3}").unwrap();
+        h.gate.terminal(&s, st.stream, "{\"id\":1,\"result\":{}}").unwrap();
+        let sent = serve(&mut h, &mut follower, &RefCell::new(Vec::new()));
+        assert_eq!(sent, [json!({"progress": 3}), json!({"id": 1, "result": {}})], "only what came after");
+        assert!(follower.is_finished());
+    }
+
+    #[test]
+    fn a_follower_asks_the_client_to_poll_again_when_its_time_is_up() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        let st = countdown(&mut h, &s, 1, 0, 0);
+        let cursor = first_id(&st);
+        h.gate.detach(&s, st.stream, st.attachment).unwrap();
+        let resumed = h.get(&s, &cursor);
+        let mut follower = Exchange::new(resumed, options(true, Events::Elsewhere), 0);
+        let mut driver = driver::Driver {
+            gate: &mut h.gate,
+            journal: &RefCell::new(Vec::new()),
+            now: 0,
+            vanish_after: None,
+            written: Vec::new(),
+        };
+        driver.serve(&mut follower);
+        assert_eq!(driver.written.last().map(String::as_str), Some("retry: 250\n\n"));
+        assert!(driver.now >= TIMING.follow_ms, "it followed for its time: {} ms", driver.now);
+    }
+
+    #[test]
+    fn a_follower_answers_a_call_whose_writer_is_gone_with_32001() {
+        let mut h = Harness::new();
+        let s = h.initialize();
+        h.gate
+            .configure(&Config {
+                lease_ms: TIMING.lease_ms,
+                max_detached_ms: Some(60_000),
+                ..Config::default()
+            })
+            .unwrap();
+        let st = countdown(&mut h, &s, 7, 0, 0);
+        let cursor = first_id(&st);
+        h.gate.detach(&s, st.stream, st.attachment).unwrap();
+        let resumed = h.get(&s, &cursor);
+        let mut follower = Exchange::new(resumed, options(true, Events::Elsewhere), 0);
+        let sent = serve(&mut h, &mut follower, &RefCell::new(Vec::new()));
+        assert_eq!(
+            sent.last().map(|m| (&m["id"], &m["error"]["code"])),
+            Some((&json!(7), &json!(RESULT_LOST)))
+        );
     }
 }

@@ -151,16 +151,16 @@ impl Journal {
         session: &str,
         request: &RequestId,
         line: &str,
-    ) -> Result<u64, mcp_transport::tools::AppendError> {
-        mcp_transport::tools::append_to_kv_journal(self, session, request, line)
+    ) -> Result<u64, mcp_transport::journal::AppendError> {
+        mcp_transport::journal::append_to_kv_journal(self, session, request, line)
     }
 
-    pub fn page(&self, from: u64, limit: u64) -> Result<mcp_transport::tools::JournalPage, String> {
-        mcp_transport::tools::kv_journal_page(self, from, limit)
+    pub fn page(&self, from: u64, limit: u64) -> Result<mcp_transport::journal::JournalPage, String> {
+        mcp_transport::journal::kv_journal_page(self, from, limit)
     }
 }
 
-impl mcp_transport::tools::JournalKv for Journal {
+impl mcp_transport::journal::JournalKv for Journal {
     fn increment(&self, key: &str, delta: i64) -> Result<i64, String> {
         atomics::increment(&self.bucket, key, delta).map_err(|e| format!("{e:?}"))
     }

@@ -1,7 +1,8 @@
 //! `wasi:http` in and out: the request read whole (bounded), and a response whose head goes
 //! out together with what is ready, after which a tool's events leave as they are recorded.
 
-use mcp_transport::server::{HttpRequest, MAX_BODY_BYTES, Plain};
+use mcp_transport::http::{HttpRequest, MAX_BODY_BYTES};
+use mcp_transport::reply::Plain;
 use spin_sdk::http::{Fields, IncomingRequest, OutgoingBody, OutgoingResponse, ResponseOutparam};
 use wasi::io::streams::{OutputStream, StreamError};
 
@@ -86,7 +87,7 @@ pub struct Connection {
 impl Connection {
     /// An SSE response (`200`, `text/event-stream`) for `session`.
     pub fn open(out: ResponseOutparam, session: &str) -> Self {
-        Self::new(out, 200, &mcp_transport::server::sse_headers(session))
+        Self::new(out, 200, &mcp_transport::reply::sse_headers(session))
     }
 
     fn new(out: ResponseOutparam, status: u16, headers: &[(&str, &str)]) -> Self {

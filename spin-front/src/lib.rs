@@ -3,12 +3,13 @@
 //!
 //! Spin runs a fresh instance per request, so nothing here outlives a request: sessions,
 //! streams, events and the `append` journal live in the key-value store, and the gate decides
-//! every resumption exactly as in host-example (the same `mcp-transport` crate says which gate
-//! call a request means). What is particular to a per-request host is *store-first*
-//! streaming: a tool records every event through the gate whether or not its POST connection
-//! is still there, and a GET that resumes — on any instance — replays what the store holds,
-//! then follows the store by polling for a bounded time and ends with an SSE `retry`, so the
-//! client polls again (SEP-1699).
+//! every resumption exactly as in host-example: the same `mcp-transport` says which gate call a
+//! request means (`Server`) and serves its SSE response (`Exchange`). What is particular to a
+//! per-request host is *store-first* streaming: a tool records every event through the gate
+//! whether or not its POST connection is still there, and a GET that resumes — on any instance
+//! — replays what the store holds, then follows the store for a bounded time and ends with an
+//! SSE `retry`, so the client polls again (SEP-1699). This file supplies what `Exchange` leaves
+//! to a host: the connection, blocking waits, the tools' journal.
 //!
 //! # Layout
 //!
@@ -25,13 +26,13 @@ use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
 
-use mcp_transport::calls::{self, Answered, CallHost};
+use mcp_transport::exchange::{Events, Exchange, Options, Timing};
 use mcp_transport::gate::GateApi;
 use mcp_transport::hosts::AllowedHosts;
-use mcp_transport::server::{Reply, Server, ServerConfig, Stream};
-use mcp_transport::sse;
-use mcp_transport::tools::{self, ToolHost};
-use resume_gate::{GateError, RequestId};
+use mcp_transport::journal::{AppendError, JournalPage};
+use mcp_transport::reply::{Reply, Stream};
+use mcp_transport::server::{Server, ServerConfig};
+use mcp_transport::tools::ToolHost;
 use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 
 use bindings::{Bounds, ImportedGate, Journal};
@@ -47,12 +48,6 @@ const LEASE_MS_VARIABLE: &str = "lease_ms";
 const MAX_DETACHED_MS_VARIABLE: &str = "max_detached_ms";
 /// The Spin variable bounding the messages of one 2025-03-26 batch.
 const MAX_BATCH_VARIABLE: &str = "max_batch";
-/// How long a GET follows an unfinished stream before it ends with a `retry` (SEP-1699).
-const FOLLOW_MS: u64 = 10_000;
-/// How often a following GET polls the store.
-const POLL_MS: u64 = 25;
-/// The `retry` a following GET ends with.
-const RETRY_MS: u32 = 250;
 
 #[spin_sdk::http_component]
 fn handle(request: IncomingRequest, out: ResponseOutparam) {
@@ -88,79 +83,46 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
         }
         Reply::Stream(stream) => {
             let conn = Connection::open(out, &stream.session);
-            stream_reply(gate, conn, stream, lease_ms);
+            serve(gate, conn, stream, lease_ms);
         }
     }
 }
 
-/// Writes a stream reply, then runs its tool calls or follows the stream, as it asks.
-fn stream_reply(mut gate: ImportedGate, mut conn: Connection, stream: Stream, lease_ms: u64) {
+/// Serves an SSE response through its `Exchange` to its end: its calls answered here, or the
+/// stream followed in the store.
+fn serve(mut gate: ImportedGate, conn: Connection, stream: Stream, lease_ms: u64) {
     for request in &stream.cancels {
         let _ = gate.abort_request(&stream.session, request);
     }
-    for frame in &stream.frames {
-        conn.write(frame);
-    }
-    if !stream.calls.is_empty() {
-        run_calls(gate, conn, &stream, lease_ms);
-    } else if !stream.close {
-        follow(&mut gate, &mut conn, &stream);
-        let _ = gate.detach(&stream.session, stream.stream, stream.attachment);
-    }
-}
-
-/// Follows a stream whose events another instance records: writes each new event once, until
-/// the terminal, until the gate says stop, or for `FOLLOW_MS`, then asks the client to poll.
-fn follow(gate: &mut ImportedGate, conn: &mut Connection, stream: &Stream) {
-    let deadline = connection::now_ms().saturating_add(FOLLOW_MS);
-    let mut after = stream.follow_after;
-    while connection::now_ms() < deadline && conn.flush() {
-        connection::sleep_ms(POLL_MS);
-        let Ok(polled) = gate.poll(&stream.session, stream.stream, stream.attachment, after) else {
-            break;
-        };
-        for event in &polled.events {
-            conn.write(&sse::frame(event));
-            after = event.seq;
-            if event.terminal {
-                return;
-            }
-        }
-        if !polled.stranded.is_empty() {
-            // The call's writer is gone with its instance: the client gets the errors now.
-            for lost in &polled.stranded {
-                conn.write(&mcp_transport::server::stranded_frame(lost));
-            }
-            return;
-        }
-        if polled.done {
-            break;
-        }
-    }
-    conn.write(&sse::retry_only(RETRY_MS));
-}
-
-/// Answers the stream's requests in order (several only for a batch; see
-/// `mcp_transport::calls`) to the end, recording every event through the gate even after the
-/// client's connection is gone (a resuming GET replays them from the store).
-fn run_calls(gate: ImportedGate, conn: Connection, stream: &Stream, lease_ms: u64) {
-    let host = StreamCalls {
+    let timing = Timing { lease_ms, ..Timing::default() };
+    // Every instance shares the store: a resume or a cancel may come from any other.
+    let options = Options { timing, shared: true, events: Events::Elsewhere };
+    let host = Host {
         gate: RefCell::new(gate),
         conn: RefCell::new(conn),
-        stream,
-        lease_ms,
-        batch: stream.calls.len() > 1,
-        cancelled: RefCell::new(Vec::new()),
-        current: RefCell::new(None),
+        exchange: RefCell::new(Exchange::new(stream, options, connection::now_ms())),
     };
-    let answered = run_to_completion(calls::answer(&stream.calls, &host)).unwrap_or(Answered::All);
-    let mut gate = host.gate.into_inner();
-    host.conn.into_inner().finish();
-    // A recorded terminal already left the stream as a detach would (answered, its events
-    // buffered): the call is spared the store round trips.
-    if answered != Answered::All {
-        let _ = gate.detach(&stream.session, stream.stream, stream.attachment);
+    loop {
+        host.transmit();
+        if host.exchange.borrow().is_finished() {
+            break;
+        }
+        let call = host.exchange.borrow_mut().poll_call(&mut *host.gate.borrow_mut(), connection::now_ms());
+        if let Some(call) = call {
+            let response = run_to_completion(call.respond(&host)).unwrap_or_default();
+            host.exchange.borrow_mut().handle_response(&mut *host.gate.borrow_mut(), &response);
+            continue;
+        }
+        let Some(at) = host.exchange.borrow().poll_timeout() else { break };
+        // What is ready leaves before the wait.
+        host.flush();
+        connection::sleep_ms(at.saturating_sub(connection::now_ms()));
+        host.exchange.borrow_mut().handle_timeout(&mut *host.gate.borrow_mut(), connection::now_ms());
     }
+    let Host { gate, conn, exchange } = host;
+    // A stream whose terminal was recorded needs no detach: the exchange knows.
+    exchange.into_inner().handle_closed(&mut gate.into_inner());
+    conn.into_inner().finish();
 }
 
 /// The tools' futures never wait on anything but `sleep`, which blocks here: one poll ends them.
@@ -172,134 +134,86 @@ fn run_to_completion<T>(future: impl Future<Output = T>) -> Option<T> {
     }
 }
 
-/// The tools' and the call runner's view of this instance, for one stream's requests.
-struct StreamCalls<'a> {
+/// This instance's side of one exchange: the gate, the connection, the exchange.
+struct Host {
     gate: RefCell<ImportedGate>,
     conn: RefCell<Connection>,
-    stream: &'a Stream,
-    /// The writer's lease on the stream: a wait renews it every third of this.
-    lease_ms: u64,
-    /// More than one request: a batch, whose requests are cancelled one by one.
-    batch: bool,
-    /// What the gate last said was cancelled (cancels reach the store from other instances).
-    cancelled: RefCell<Vec<RequestId>>,
-    current: RefCell<Option<RequestId>>,
+    exchange: RefCell<Exchange>,
 }
 
-impl StreamCalls<'_> {
-    /// Asks the gate about the stream: a resume on another connection took it over (this one
-    /// ends), which requests were cancelled. `false` once the stream takes no more events.
-    fn check(&self) -> bool {
-        let s = self.stream;
-        let status = self.gate.borrow_mut().check_stream(&s.session, s.stream, s.attachment);
-        let Ok(status) = status else { return false };
+impl Host {
+    /// Writes what the exchange queued; a write that fails means the client went away.
+    fn transmit(&self) {
+        let mut exchange = self.exchange.borrow_mut();
         let mut conn = self.conn.borrow_mut();
-        if conn.is_open() && !status.attached {
-            // A resume on another connection follows the stream now: this one ends.
+        while let Some(frame) = exchange.poll_transmit() {
+            if !conn.write(&frame) {
+                exchange.handle_closed(&mut *self.gate.borrow_mut());
+            }
+        }
+        if !exchange.is_connected() {
             conn.finish();
         }
-        *self.cancelled.borrow_mut() = status.cancelled;
-        status.running
     }
 
-    fn current_cancelled(&self) -> bool {
-        self.current.borrow().as_ref().is_some_and(|id| self.cancelled(id))
+    /// Sends what is held (the head, the first time); a client that went away shows here.
+    fn flush(&self) {
+        self.check_connection(Connection::flush);
+    }
+
+    fn check_connection(&self, alive: fn(&mut Connection) -> bool) {
+        let gone = {
+            let mut conn = self.conn.borrow_mut();
+            conn.is_open() && !alive(&mut conn)
+        };
+        if gone {
+            // The stream waits for the client's GET resume (within max-detached).
+            self.exchange.borrow_mut().handle_closed(&mut *self.gate.borrow_mut());
+        }
     }
 }
 
-impl ToolHost for StreamCalls<'_> {
+impl ToolHost for Host {
     fn sleep(&self, ms: u64) -> impl Future<Output = bool> + Send {
-        // What is ready leaves before the wait (with the response head, the first time).
-        let s = self.stream;
-        let detach_if_gone = |alive: fn(&mut Connection) -> bool| {
-            let gone = {
-                let mut conn = self.conn.borrow_mut();
-                conn.is_open() && !alive(&mut conn)
-            };
-            if gone {
-                // The client went away: the stream waits for its GET resume (max-detached).
-                let _ = self.gate.borrow_mut().detach(&s.session, s.stream, s.attachment);
+        self.flush();
+        let end = connection::now_ms().saturating_add(ms);
+        let mut going = self.exchange.borrow().call_running();
+        while going && connection::now_ms() < end {
+            let next = self.exchange.borrow().poll_timeout().map_or(end, |t| t.min(end));
+            connection::sleep_ms(next.saturating_sub(connection::now_ms()));
+            let now = connection::now_ms();
+            if self.exchange.borrow().poll_timeout().is_some_and(|t| t <= now) {
+                // A comment on the connection finds a client that went away while the call
+                // waits; the exchange renews the lease.
+                self.check_connection(Connection::keep_alive);
+                self.exchange.borrow_mut().handle_timeout(&mut *self.gate.borrow_mut(), now);
+                self.transmit();
             }
-        };
-        detach_if_gone(Connection::flush);
-        // A long wait is a heartbeat too: the lease outlives each slice of it, and a comment
-        // on the connection finds a client that went away.
-        let slice = (self.lease_ms / 3).max(1);
-        let mut left = ms;
-        let mut going = true;
-        while left > 0 && going {
-            let step = left.min(slice);
-            connection::sleep_ms(step);
-            left -= step;
-            if left > 0 {
-                detach_if_gone(Connection::keep_alive);
-                going = self.gate.borrow_mut().renew_lease(&s.session, s.stream).is_ok()
-                    && (!self.batch || self.check())
-                    && !self.current_cancelled();
-            }
+            going = self.exchange.borrow().call_running();
         }
         std::future::ready(going)
     }
 
     fn notify(&self, message: String) -> bool {
-        !self.current_cancelled() && self.record(&message, false).is_ok()
+        let going = self.exchange.borrow_mut().handle_event(&mut *self.gate.borrow_mut(), &message);
+        self.transmit();
+        going
     }
 
     fn close_connection(&self) {
-        let s = self.stream;
+        self.exchange.borrow_mut().close_connection(&mut *self.gate.borrow_mut());
         self.conn.borrow_mut().finish();
-        let _ = self.gate.borrow_mut().detach(&s.session, s.stream, s.attachment);
     }
 
-    fn append(&self, line: &str) -> Result<u64, tools::AppendError> {
-        let request = self.current.borrow().clone();
-        let request = request.ok_or_else(|| tools::AppendError::Failed("no request runs".into()))?;
-        Journal::open().map_err(tools::AppendError::Failed)?.append(&self.stream.session, &request, line)
+    fn append(&self, line: &str) -> Result<u64, AppendError> {
+        let exchange = self.exchange.borrow();
+        let request =
+            exchange.current_request().ok_or_else(|| AppendError::Failed("no request runs".into()))?;
+        Journal::open().map_err(AppendError::Failed)?.append(exchange.session(), request, line)
     }
 
-    fn journal(&self, from: u64, limit: u64) -> Result<tools::JournalPage, String> {
+    fn journal(&self, from: u64, limit: u64) -> Result<JournalPage, String> {
         Journal::open()?.page(from, limit)
-    }
-}
-
-impl CallHost for StreamCalls<'_> {
-    fn record(&self, data: &str, terminal: bool) -> Result<(), GateError> {
-        let s = self.stream;
-        // Asked before recording: the gate reports a taken-over stream, and a finished one.
-        if self.conn.borrow().is_open() {
-            self.check();
-        }
-        let mut gate = self.gate.borrow_mut();
-        let event = if terminal {
-            gate.terminal(&s.session, s.stream, data)
-        } else {
-            gate.emit(&s.session, s.stream, data)
-        }?;
-        let mut conn = self.conn.borrow_mut();
-        if conn.is_open() && !conn.write(&sse::recorded(&event, data)) {
-            // The client went away: the stream waits for its GET resume.
-            let _ = gate.detach(&s.session, s.stream, s.attachment);
-        }
-        Ok(())
-    }
-
-    fn cancelled(&self, id: &RequestId) -> bool {
-        self.cancelled.borrow().contains(id)
-    }
-
-    fn starting(&self, id: Option<&RequestId>) {
-        *self.current.borrow_mut() = id.cloned();
-        if self.batch {
-            self.check();
-        }
-    }
-
-    fn lost(&self, ids: &[RequestId]) {
-        let mut conn = self.conn.borrow_mut();
-        for id in ids {
-            conn.write(&mcp_transport::server::stranded_frame(id));
-        }
-        conn.finish();
     }
 }
 

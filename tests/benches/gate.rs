@@ -10,12 +10,12 @@
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use edge_host::gate_kv::{self, GateKvInstance};
-use host_example::GateHost;
+use gate_host::kv_world::{self, KvWorld};
+use gate_host::memory::{self, MemoryWorld};
+use gate_host::supervised::DEFAULT_MEMORY_LIMIT;
 use resume_gate::kv::{KvStore, MemoryKv};
 use resume_gate::{Config, Decision, Origin, RequestId, StaleReason};
 use resume_gate_tests::drivers::{Driver, GateApi, Native, Wasm, WasmKv};
-use wasmtime::component::Component;
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 use wasmtime_wasi::WasiCtxBuilder;
 
@@ -392,21 +392,21 @@ fn pooling_engine() -> Engine {
 fn instantiate(c: &mut Criterion) {
     let mut group = c.benchmark_group("instantiate");
     for (allocator, engine) in [("on-demand", Engine::default()), ("pooling", pooling_engine())] {
-        let component = Component::from_file(&engine, host_example::GATE_WASM).expect("compile the gate");
-        let pre = GateHost::pre(&engine, &component).expect("link the gate");
+        let pre = memory::prepare(&engine, gate_host::GATE_MEMORY_WASM).expect("link the gate");
         group.bench_function(BenchmarkId::new("component", allocator), |b| {
             b.iter(|| {
-                let mut host = GateHost::from_pre(&pre, WasiCtxBuilder::new().build()).unwrap();
-                let (gate, store) = host.gate();
+                let mut instance =
+                    MemoryWorld::new(&pre, WasiCtxBuilder::new().build(), DEFAULT_MEMORY_LIMIT).unwrap();
+                let (gate, store) = instance.exports();
                 assert_eq!(gate.call_has_session(store, SESSION).unwrap(), Ok(false));
             })
         });
-        let pre_kv = gate_kv::prepare(&engine).expect("link gate-kv");
+        let pre_kv = kv_world::prepare(&engine).expect("link gate-kv");
         let kv = MemoryKv::new();
         group.bench_function(BenchmarkId::new("component+kv", allocator), |b| {
             b.iter(|| {
-                let mut instance = GateKvInstance::new(&pre_kv, kv.clone()).unwrap();
-                let (gate, store) = instance.gate();
+                let mut instance = KvWorld::new(&pre_kv, kv.clone()).unwrap();
+                let (gate, store) = instance.exports();
                 assert_eq!(gate.call_has_session(store, SESSION).unwrap(), Ok(false));
             })
         });

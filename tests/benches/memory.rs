@@ -64,9 +64,9 @@ fn main() -> Result<()> {
 
     let mut wasm = Wasm::new()?;
     wasm.configure(&config).unwrap();
-    let linear_before = wasm.host.linear_memory_bytes();
+    let linear_before = wasm.instance.linear_memory_bytes();
     flood(&mut wasm, sessions, streams)?;
-    let linear = wasm.host.linear_memory_bytes();
+    let linear = wasm.instance.linear_memory_bytes();
     ensure!(linear >= linear_before, "linear memory never shrinks");
 
     let report = serde_json::json!({

@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use anyhow::Result;
-use edge_host::gate_kv::{self, GateKvInstance, GateKvPre, GateKvState};
-use host_example::GateHost;
+use gate_host::kv_world::{self, GateKvPre, KvState, KvWorld};
+use gate_host::memory::{self, GateMemoryPre, MemoryWorld};
+use gate_host::supervised::DEFAULT_MEMORY_LIMIT;
 use resume_gate::{Config, GateError};
 use wasmtime::Engine;
-use wasmtime::component::Component;
 use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
 
 pub use resume_gate_model::driver::{Driver, GateApi, Native};
@@ -54,48 +54,46 @@ pub fn engine() -> Engine {
         .clone()
 }
 
-/// The component built by host-example's build script, compiled once per test process.
-pub fn compiled_gate() -> (Engine, Component) {
-    static COMPILED: std::sync::OnceLock<(Engine, Component)> = std::sync::OnceLock::new();
-    COMPILED
-        .get_or_init(|| {
-            let engine = engine();
-            let component =
-                GateHost::compile(&engine, host_example::GATE_WASM).expect("compile the gate component");
-            (engine, component)
-        })
+/// World `gate-memory` built by gate-host's build script, linked once per test process.
+pub fn prepared_memory() -> GateMemoryPre<memory::State> {
+    static PREPARED: std::sync::OnceLock<GateMemoryPre<memory::State>> = std::sync::OnceLock::new();
+    PREPARED
+        .get_or_init(|| memory::prepare(&engine(), gate_host::GATE_MEMORY_WASM).expect("link gate-memory"))
         .clone()
+}
+
+/// World `gate-kv` built by gate-host's build script, linked once per test process.
+pub fn prepared_kv() -> GateKvPre<KvState> {
+    static PREPARED: std::sync::OnceLock<GateKvPre<KvState>> = std::sync::OnceLock::new();
+    PREPARED.get_or_init(|| kv_world::prepare(&engine()).expect("link gate-kv")).clone()
 }
 
 /// The real component in wasmtime, one instance, its clock under the test's control.
 pub struct Wasm {
-    pub host: GateHost,
+    pub instance: MemoryWorld,
     clock: TestClock,
 }
 
 impl Wasm {
     pub fn new() -> Result<Self> {
-        let (engine, component) = compiled_gate();
         let clock = TestClock::default();
         let wasi = WasiCtxBuilder::new().wall_clock(clock.clone()).build();
-        Ok(Self { host: GateHost::with_wasi(&engine, &component, wasi)?, clock })
+        Ok(Self { instance: MemoryWorld::new(&prepared_memory(), wasi, DEFAULT_MEMORY_LIMIT)?, clock })
     }
 }
 
 /// The gate-kv component in wasmtime over the draft2 key-value host, one instance, its clock
 /// under the test's control; `kv` is shared with whoever else holds a clone.
 pub struct WasmKv {
-    pub instance: GateKvInstance,
+    pub instance: KvWorld,
     clock: TestClock,
 }
 
 impl WasmKv {
-    pub fn new(kv: impl Into<edge_host::keyvalue::SharedKv>) -> Result<Self> {
-        static PREPARED: std::sync::OnceLock<GateKvPre<GateKvState>> = std::sync::OnceLock::new();
-        let pre = PREPARED.get_or_init(|| gate_kv::prepare(&engine()).expect("link gate-kv"));
+    pub fn new(kv: impl Into<gate_host::keyvalue::SharedKv>) -> Result<Self> {
         let clock = TestClock::default();
         let wasi = WasiCtxBuilder::new().wall_clock(clock.clone()).build();
-        Ok(Self { instance: GateKvInstance::with_wasi(pre, kv, wasi)?, clock })
+        Ok(Self { instance: KvWorld::with_wasi(&prepared_kv(), kv, wasi)?, clock })
     }
 }
 
@@ -109,7 +107,7 @@ macro_rules! component_side {
                 f: impl FnOnce(&$exports, &mut wasmtime::Store<$state>) -> wasmtime::Result<Result<T, $wit_error>>,
             ) -> Result<T, GateError> {
                 use $convert as convert;
-                let (gate, store) = self.exports();
+                let (gate, store) = self.instance.exports();
                 f(gate, store).expect("the component trapped").map_err(convert::from_wit_error)
             }
             fn configured(&mut self, _config: &Config) {}
@@ -128,29 +126,5 @@ macro_rules! component_side {
     };
 }
 
-impl Wasm {
-    fn exports(&mut self) -> (&host_example::GateExports, &mut wasmtime::Store<host_example::HostState>) {
-        self.host.gate()
-    }
-}
-
-impl WasmKv {
-    fn exports(&mut self) -> (&gate_kv::GateExports, &mut wasmtime::Store<GateKvState>) {
-        self.instance.gate()
-    }
-}
-
-component_side!(
-    Wasm,
-    host_example::convert,
-    host_example::GateExports,
-    host_example::HostState,
-    host_example::types::GateError
-);
-component_side!(
-    WasmKv,
-    edge_host::gate_kv::convert,
-    gate_kv::GateExports,
-    GateKvState,
-    gate_kv::types::GateError
-);
+component_side!(Wasm, memory::convert, memory::Exports, memory::State, memory::types::GateError);
+component_side!(WasmKv, kv_world::convert, kv_world::Exports, KvState, kv_world::types::GateError);

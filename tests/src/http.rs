@@ -14,17 +14,19 @@ use std::time::Duration;
 use edge_host::keyvalue::SharedKv;
 use edge_host::serve::EdgeHost;
 use edge_host::variables::{ALLOWED_HOSTS, LEASE_MS, MAX_BATCH, MAX_DETACHED_MS, MAX_SESSIONS, Variables};
-use host_example::GateHost;
-use host_example::serve::App;
-pub use host_example::serve::Tcp;
-use mcp_transport::gate::GateApi as _;
+use gate_host::kv_world::KvWorld;
+use gate_host::memory::MemoryWorld;
+pub use gate_host::net::Tcp;
+use gate_host::supervised::{DEFAULT_MEMORY_LIMIT, KvMaker, MemoryMaker, Supervised};
+use host_example::{App, Journal, Settings};
+use mcp_transport::gate::GateApi;
 use mcp_transport::hosts::{AllowedHosts, LOCALHOST};
 use resume_gate::kv::{MemoryKv, Semantics};
 use serde_json::{Value, json};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-use crate::drivers::compiled_gate;
+use crate::drivers::{prepared_kv, prepared_memory};
 
 /// A running server; dropping it stops the server (its memory store is gone).
 pub struct TestServer {
@@ -57,22 +59,31 @@ fn compiled_edge_app() -> Component {
     .clone()
 }
 
+/// host-example's app over world `gate-memory`, its journal at `journal`.
 fn gated_app(journal: PathBuf, setup: &Setup) -> std::sync::Arc<App> {
-    let (engine, component) = compiled_gate();
-    let mut gate = GateHost::new(&engine, &component).expect("instantiate the gate");
-    gate.configure(&setup.config()).expect("a valid configuration");
-    let hosts = setup.hosts();
-    let app = App::new(gate, journal, hosts).expect("open the journal");
-    app.with_max_batch(setup.max_batch()).expect("a new app")
+    let maker = MemoryMaker { pre: prepared_memory(), memory_limit: DEFAULT_MEMORY_LIMIT };
+    let gate = Supervised::<MemoryWorld>::new(maker).expect("instantiate the gate");
+    app_with(Box::new(gate), Journal::open(journal).expect("open the journal"), setup, false)
 }
 
-/// host-example's app over `kv` (`--store`).
+/// host-example's app over `kv` (`--store`): world `gate-kv`, the journal in the store too.
 fn app_over(kv: resume_gate_redis::RedisKv, setup: &Setup) -> std::sync::Arc<App> {
-    let mut gate =
-        host_example::store::KvGateHost::new(kv.into()).expect("instantiate the gate-kv component");
-    gate.configure(&setup.config()).expect("a valid configuration");
-    let app = App::over_store(gate, setup.hosts()).expect("the app");
-    app.with_max_batch(setup.max_batch()).expect("a new app")
+    let kv: SharedKv = kv.into();
+    let gate = Supervised::<KvWorld>::new(KvMaker { pre: prepared_kv(), kv: kv.clone() })
+        .expect("instantiate gate-kv");
+    app_with(Box::new(gate), Journal::in_store(kv), setup, true)
+}
+
+fn app_with(
+    mut gate: Box<dyn GateApi + Send>,
+    journal: Journal,
+    setup: &Setup,
+    shared: bool,
+) -> std::sync::Arc<App> {
+    let config = setup.config();
+    gate.configure(&config).expect("a valid configuration");
+    let settings = Settings { max_batch: setup.max_batch(), shared, ..Settings::new(setup.hosts(), config) };
+    App::new(gate, journal, settings)
 }
 
 /// How a test server is set up, beyond its defaults.
@@ -131,7 +142,7 @@ impl TestServer {
     ) -> Self {
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
-        runtime.spawn(host_example::serve::serve_on(app.clone(), listener, tcp));
+        runtime.spawn(host_example::http::serve_on(app.clone(), listener, tcp));
         Self { addr, journal, _dir: dir, runtime: Some(runtime), app: Some(app), edge: None, _process: None }
     }
 
@@ -174,7 +185,7 @@ impl TestServer {
         let apps: Vec<_> =
             (0..2).map(|_| app_over(crate::redis::shared().kv(&prefix), &Setup::default())).collect();
         let (runtime, addr) = behind_round_robin(2, |i, runtime, listener| {
-            runtime.spawn(host_example::serve::serve_on(apps[i].clone(), listener, Tcp::NoDelay));
+            runtime.spawn(host_example::http::serve_on(apps[i].clone(), listener, Tcp::NoDelay));
         });
         let app = apps.into_iter().next();
         Self {
@@ -192,7 +203,12 @@ impl TestServer {
     pub fn host_example_without_gate() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join("journal.txt");
-        let app = App::without_gate(journal.clone(), AllowedHosts::localhost()).expect("open the journal");
+        let app = app_with(
+            Box::new(crate::bypass::NoGate::default()),
+            Journal::open(journal.clone()).expect("open the journal"),
+            &Setup::default(),
+            false,
+        );
         Self::serve_app(app, journal, Some(dir), Tcp::NoDelay)
     }
 
@@ -231,7 +247,7 @@ impl TestServer {
         let hosts: Vec<_> =
             (0..2).map(|_| edge_host_over(&setup, crate::redis::shared().kv(&prefix).into())).collect();
         let (runtime, addr) = behind_round_robin(2, |i, runtime, listener| {
-            runtime.spawn(hosts[i].clone().serve_on(listener, edge_host::serve::Tcp::NoDelay));
+            runtime.spawn(hosts[i].clone().serve_on(listener, Tcp::NoDelay));
         });
         let edge = hosts.into_iter().next();
         Self {
@@ -260,10 +276,6 @@ impl TestServer {
     fn serve_edge(host: std::sync::Arc<EdgeHost>, tcp: Tcp) -> Self {
         let (runtime, listener) = runtime_and_listener();
         let addr = listener.local_addr().unwrap();
-        let tcp = match tcp {
-            Tcp::NoDelay => edge_host::serve::Tcp::NoDelay,
-            Tcp::Nagle => edge_host::serve::Tcp::Nagle,
-        };
         runtime.spawn(host.clone().serve_on(listener, tcp));
         Self {
             addr,

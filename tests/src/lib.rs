@@ -6,6 +6,7 @@
 //!
 //! - [`ops`], [`held`], [`model`] (re-exported from `resume-gate-model`, which the fuzzer
 //!   shares): operation sequences and their runner, what a store holds, the reference model.
+//! - [`bypass`]: a host with no gate at all, for the benchmark that shows the gate's share.
 //! - [`drivers`]: the native core and the wasmtime components behind the transport's `GateApi`,
 //!   each with a clock the test sets (`Driver`).
 //! - [`fault_proxy`]: a proxy in front of Redis that delays or drops chosen requests.
@@ -20,6 +21,7 @@
 //!   gate's adapter) as child processes.
 //! - [`workspace`]: a clean copy of the repository, and its documented commands run verbatim.
 
+pub mod bypass;
 pub mod drivers;
 pub mod fault_proxy;
 pub mod http;

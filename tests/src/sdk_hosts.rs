@@ -23,7 +23,10 @@ pub fn prepare_node() {
     PREPARED.get_or_init(|| {
         prepare(
             &node_dir(),
-            &[("RESUME_GATE_WASM", host_example::GATE_WASM), ("RESUME_GATE_KV_WASM", kv_host::GATE_KV_WASM)],
+            &[
+                ("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM),
+                ("RESUME_GATE_KV_WASM", gate_host::GATE_KV_WASM),
+            ],
         )
     });
 }
@@ -82,7 +85,7 @@ pub fn python_dir() -> PathBuf {
 /// Makes the Python package's virtualenv from its lock (once per process).
 pub fn prepare_python() {
     static PREPARED: OnceLock<()> = OnceLock::new();
-    PREPARED.get_or_init(|| prepare(&python_dir(), &[("RESUME_GATE_WASM", host_example::GATE_WASM)]));
+    PREPARED.get_or_init(|| prepare(&python_dir(), &[("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM)]));
 }
 
 /// The Python example server (`hosts/python/example.py`) with its journal at `journal`.
@@ -101,6 +104,6 @@ pub fn python_example_with(journal: &Path, store: Store, args: &[&str]) -> Serve
         .args(["--store", store.arg()])
         .args(args)
         .env("PYTHONPATH", &dir)
-        .env("RESUME_GATE_WASM", host_example::GATE_WASM);
+        .env("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM);
     ServerProcess::serve(cmd)
 }

@@ -2,9 +2,9 @@
 //! component trap (a trap would poison the instance and lose every session). Each call must
 //! come back as a typed error or a `fresh` decision, and the instance must keep working.
 
-use host_example::types::{Config, Decision, GateError, Origin, RequestId, StaleReason};
+use gate_host::memory::types::{Config, Decision, GateError, Origin, RequestId, StaleReason};
 use proptest::prelude::*;
-use resume_gate_tests::drivers::{Wasm, compiled_gate};
+use resume_gate_tests::drivers::{Wasm, engine};
 
 fn gate() -> Wasm {
     Wasm::new().expect("instantiate the component")
@@ -12,7 +12,7 @@ fn gate() -> Wasm {
 
 /// After the abuse, a normal drop-and-resume still works on the same instance.
 fn still_works(w: &mut Wasm) {
-    let (g, store) = w.host.gate();
+    let (g, store) = w.instance.exports();
     g.call_open_session(&mut *store, "healthy").unwrap().unwrap();
     let origin = Origin::Request(RequestId::Text("after-abuse".into()));
     let opened = g.call_open_stream(&mut *store, "healthy", &origin).unwrap().unwrap();
@@ -50,24 +50,25 @@ const KV_WORLD_MAX_BYTES: usize = 180 << 10;
 
 #[test]
 fn each_world_imports_only_a_clock_randomness_and_its_store_and_stays_small() {
-    let bytes = std::fs::read(host_example::GATE_WASM).unwrap();
+    let bytes = std::fs::read(gate_host::GATE_MEMORY_WASM).unwrap();
     assert_eq!(
         &bytes[..8],
         &[0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00],
         "a component, not a core module"
     );
     assert!(bytes.len() <= MEMORY_WORLD_MAX_BYTES, "gate-memory is {} bytes", bytes.len());
-    let kv_bytes = std::fs::metadata(edge_host::GATE_KV_WASM).unwrap().len() as usize;
+    let kv_bytes = std::fs::metadata(gate_host::GATE_KV_WASM).unwrap().len() as usize;
     assert!(kv_bytes <= KV_WORLD_MAX_BYTES, "gate-kv is {kv_bytes} bytes");
 
     let (clock, random) = ("wasi:clocks/wall-clock@0.2.0", "wasi:random/random@0.2.0");
-    assert_eq!(imports_of(host_example::GATE_WASM), [clock, random]);
+    assert_eq!(imports_of(gate_host::GATE_MEMORY_WASM), [clock, random]);
     assert_eq!(
-        imports_of(edge_host::GATE_KV_WASM),
+        imports_of(gate_host::GATE_KV_WASM),
         [clock, "wasi:keyvalue/atomics@0.2.0-draft2", "wasi:keyvalue/store@0.2.0-draft2", random]
     );
 
-    let (engine, component) = compiled_gate();
+    let engine = engine();
+    let component = wasmtime::component::Component::from_file(&engine, gate_host::GATE_MEMORY_WASM).unwrap();
     let ty = component.component_type();
     let exports: Vec<String> = ty.exports(&engine).map(|(name, _)| name.to_owned()).collect();
     assert!(exports.contains(&"mcp:resume-gate/gate@0.1.0".to_owned()), "{exports:?}");
@@ -77,7 +78,7 @@ fn each_world_imports_only_a_clock_randomness_and_its_store_and_stays_small() {
 #[test]
 fn huge_and_invalid_inputs_get_typed_errors_or_fresh_decisions_never_a_trap() {
     let mut w = gate();
-    let (g, store) = w.host.gate();
+    let (g, store) = w.instance.exports();
     let huge = "x".repeat(1 << 20);
     assert_eq!(g.call_open_session(&mut *store, &huge).unwrap(), Err(GateError::InvalidSessionId));
     assert_eq!(g.call_open_session(&mut *store, "").unwrap(), Err(GateError::InvalidSessionId));
@@ -139,7 +140,7 @@ fn huge_and_invalid_inputs_get_typed_errors_or_fresh_decisions_never_a_trap() {
 #[test]
 fn invalid_configurations_are_refused_and_the_old_one_kept() {
     let mut w = gate();
-    let (g, store) = w.host.gate();
+    let (g, store) = w.instance.exports();
     let good = g.call_default_config(&mut *store).unwrap();
     let bad = [
         Config { max_events_per_stream: 0, ..good.clone() },
@@ -165,7 +166,7 @@ proptest! {
     ) {
         let mut w = gate();
         {
-            let (g, store) = w.host.gate();
+            let (g, store) = w.instance.exports();
             for (kind, text, bytes, n, a) in &calls {
                 let session = if text.len() % 2 == 0 { "known" } else { text.as_str() };
                 let trapped = match kind {
@@ -194,14 +195,13 @@ proptest! {
 /// `404`), and serves on; the memory world's sessions went with the old instance.
 #[test]
 fn a_trap_recreates_the_instance_and_is_a_store_error_never_unknown_session() {
-    use host_example::GateHost;
+    use gate_host::memory::MemoryWorld;
+    use gate_host::supervised::{MemoryMaker, Supervised};
     use mcp_transport::gate::GateApi;
-    let (engine, component) = compiled_gate();
-    let mut host = GateHost::new(&engine, &component).unwrap();
+    let maker = MemoryMaker { pre: resume_gate_tests::drivers::prepared_memory(), memory_limit: 8 << 20 };
+    let mut host = Supervised::<MemoryWorld>::new(maker).unwrap();
     host.open_session("victim").unwrap();
     let origin = resume_gate::Origin::Request(resume_gate::RequestId::Number(1));
-    let cap = host.linear_memory_bytes() + (4 << 20);
-    let mut host = host.with_memory_limit(cap);
     let big = "x".repeat(256 << 10);
     let failure = (0..32)
         .find_map(|i| {

@@ -84,7 +84,7 @@ fn the_python_package_follows_the_table() {
         Command::new(python_dir().join(".venv/bin/python"))
             .args(["-c", script])
             .env("PYTHONPATH", python_dir())
-            .env("RESUME_GATE_WASM", host_example::GATE_WASM),
+            .env("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM),
     );
     assert_eq!(printed(&json), ours());
 }

@@ -7,9 +7,9 @@
 
 use std::time::{Duration, Instant};
 
-use edge_host::gate_kv;
 use edge_host::keyvalue::SharedKv;
-use kv_host::collector::{Collector, collect_pass};
+use gate_host::collector::{Collector, collect_pass};
+use gate_host::kv_world;
 use resume_gate::kv::{Kv, MemoryKv, event_key};
 use resume_gate::stream::DataKey;
 use resume_gate::{Config, Decision, Origin, RequestId};
@@ -49,7 +49,7 @@ fn collects_leftovers_and_nothing_live(mut kv: SharedKv) {
     let (stream, priming) = live_session(&kv);
     let live = keys(&kv);
     let left = leftovers(&mut kv, stream);
-    let pre = gate_kv::prepare(&wasmtime::Engine::default()).expect("link gate-kv");
+    let pre = kv_world::prepare(&wasmtime::Engine::default()).expect("link gate-kv");
     let removed = collect_pass(&pre, &kv, &Config::default()).expect("a pass");
     assert_eq!(removed as usize, left.len(), "every leftover, nothing else");
     assert_eq!(keys(&kv), live, "the store holds what the live records lead to");

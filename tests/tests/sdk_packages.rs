@@ -30,20 +30,24 @@ fn stamp_sha256(world: &str) -> String {
 fn both_packages_load_the_component_host_example_embeds() {
     // As a user runs them: no override, so each script asks cargo for the component.
     output(Command::new(node_dir().join("example")).arg("prepare").env_remove("RESUME_GATE_WASM"));
-    assert_eq!(stamp_sha256("memory"), sha256(host_example::GATE_WASM), "Node: the gate-memory component");
-    assert_eq!(stamp_sha256("kv"), sha256(kv_host::GATE_KV_WASM), "Node: the gate-kv component");
+    assert_eq!(
+        stamp_sha256("memory"),
+        sha256(gate_host::GATE_MEMORY_WASM),
+        "Node: the gate-memory component"
+    );
+    assert_eq!(stamp_sha256("kv"), sha256(gate_host::GATE_KV_WASM), "Node: the gate-kv component");
 
     let printed =
         output(Command::new(python_dir().join("example")).arg("prepare").env_remove("RESUME_GATE_WASM"));
     let wasm = printed.lines().last().expect("the component's path").to_owned();
-    assert_eq!(sha256(&wasm), sha256(host_example::GATE_WASM), "Python: the gate-memory component");
+    assert_eq!(sha256(&wasm), sha256(gate_host::GATE_MEMORY_WASM), "Python: the gate-memory component");
     let reported = output(
         Command::new(python_dir().join(".venv/bin/python"))
             .args(["-c", "from resume_gate import Gate; print(Gate().component_sha256)"])
             .env("PYTHONPATH", python_dir())
             .env("RESUME_GATE_WASM", &wasm),
     );
-    assert_eq!(reported.trim(), sha256(host_example::GATE_WASM), "Python: the gate it runs");
+    assert_eq!(reported.trim(), sha256(gate_host::GATE_MEMORY_WASM), "Python: the gate it runs");
 }
 
 #[test]
@@ -62,7 +66,7 @@ fn the_python_package_api_passes_its_tests_over_the_real_component() {
             .arg("test_gate.py")
             .current_dir(python_dir())
             .env("PYTHONPATH", python_dir())
-            .env("RESUME_GATE_WASM", host_example::GATE_WASM),
+            .env("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM),
     );
     println!("{out}");
     assert!(out.contains("11 passed, 0 failed"), "eleven passing tests expected");
@@ -74,7 +78,7 @@ fn the_example_script_serves_mcp(script: &Path) {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("journal.txt");
     let mut cmd = Command::new(script);
-    cmd.arg("--journal").arg(&journal).env("RESUME_GATE_WASM", host_example::GATE_WASM);
+    cmd.arg("--journal").arg(&journal).env("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM);
     let server = ServerProcess::serve(cmd);
     let c = Client::initialize(server.addr);
     let mut post = c.call(1, "countdown", json!({"n": 2, "interval_ms": 50}), &[]);

@@ -2,7 +2,8 @@
 //! ([`GateApi`]), plus a clock the runner sets. [`Native`] is the core called directly; the
 //! component sides implement `Driver` in `resume-gate-tests`.
 
-pub use mcp_transport::gate::{GateApi, InProcess as Native};
+pub use mcp_transport::gate::GateApi;
+pub use mcp_transport::test_util::InProcess as Native;
 use resume_gate::Store;
 
 /// A gate whose clock the runner sets; every operation is [`GateApi`]'s.

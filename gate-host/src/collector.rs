@@ -11,13 +11,13 @@ use std::time::Duration;
 use resume_gate::Config;
 use wasmtime::Engine;
 
-use crate::gate_kv::{self, GateKvInstance, GateKvPre, GateKvState, convert};
 use crate::keyvalue::SharedKv;
+use crate::kv_world::{self, GateKvPre, KvState, KvWorld, convert};
 
 /// Runs one whole pass over `kv` with `config`'s lease as the grace period; the keys removed.
-pub fn collect_pass(pre: &GateKvPre<GateKvState>, kv: &SharedKv, config: &Config) -> anyhow::Result<u32> {
-    let mut instance = GateKvInstance::new(pre, kv.clone())?;
-    let (gate, store) = instance.gate();
+pub fn collect_pass(pre: &GateKvPre<KvState>, kv: &SharedKv, config: &Config) -> anyhow::Result<u32> {
+    let mut instance = KvWorld::new(pre, kv.clone())?;
+    let (gate, store) = instance.exports();
     gate.call_configure(&mut *store, &convert::to_wit_config(config))?
         .map_err(|e| anyhow::anyhow!("configure: {:?}", convert::from_wit_error(e)))?;
     let (mut cursor, mut removed) = (None, 0);
@@ -42,7 +42,7 @@ pub struct Collector {
 impl Collector {
     /// Starts a thread that runs a pass over `kv` every `every`.
     pub fn spawn(kv: SharedKv, every: Duration, config: Config) -> anyhow::Result<Self> {
-        let pre = gate_kv::prepare(&Engine::default())?;
+        let pre = kv_world::prepare(&Engine::default())?;
         let stop = Arc::new(AtomicBool::new(false));
         let stopped = Arc::clone(&stop);
         let thread = std::thread::Builder::new().name("collect-garbage".into()).spawn(move || {

@@ -1,5 +1,6 @@
-//! The gate-kv component alone in wasmtime: each [`GateKvInstance`] is one instance with its own
-//! `Store`, all of them sharing one key-value map — many "requests" at once.
+//! World `gate-kv` in wasmtime: each [`KvWorld`] is one instance with its own `Store`, all of
+//! them sharing one key-value store (a map in process, or Redis) — many "requests" at once,
+//! and a trap loses nothing: the state was never in the instance.
 
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Engine, Store};
@@ -14,7 +15,7 @@ wasmtime::component::bindgen!({
     additional_derives: [PartialEq, Eq],
 });
 
-pub use exports::mcp::resume_gate::gate::Guest as GateExports;
+pub use exports::mcp::resume_gate::gate::Guest as Exports;
 pub use exports::mcp::resume_gate::types;
 
 /// This world's WIT types ↔ the core's types.
@@ -24,24 +25,25 @@ pub mod convert {
     resume_gate::wit_conversions!();
 }
 
-pub struct GateKvState {
+pub struct KvState {
     wasi: WasiCtx,
     table: ResourceTable,
     kv: SharedKv,
 }
 
-impl WasiView for GateKvState {
+impl WasiView for KvState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
     }
 }
 
-fn kv_view(s: &mut GateKvState) -> KvView<'_> {
+fn kv_view(s: &mut KvState) -> KvView<'_> {
     KvView { kv: &mut s.kv, table: &mut s.table }
 }
 
-/// Compiles the component and links WASI and the key-value host, once for many instances.
-pub fn prepare(engine: &Engine) -> anyhow::Result<GateKvPre<GateKvState>> {
+/// Compiles the component this crate was built with and links WASI and the key-value host, once
+/// for many instances.
+pub fn prepare(engine: &Engine) -> anyhow::Result<GateKvPre<KvState>> {
     let component = Component::from_file(engine, crate::GATE_KV_WASM)?;
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
@@ -50,30 +52,30 @@ pub fn prepare(engine: &Engine) -> anyhow::Result<GateKvPre<GateKvState>> {
 }
 
 /// One instance of the gate over the shared `kv`.
-pub struct GateKvInstance {
-    pub store: Store<GateKvState>,
-    pub gate: GateKv,
+pub struct KvWorld {
+    store: Store<KvState>,
+    bindings: GateKv,
 }
 
-impl GateKvInstance {
-    pub fn new(pre: &GateKvPre<GateKvState>, kv: impl Into<SharedKv>) -> anyhow::Result<Self> {
+impl KvWorld {
+    pub fn new(pre: &GateKvPre<KvState>, kv: impl Into<SharedKv>) -> anyhow::Result<Self> {
         Self::with_wasi(pre, kv, WasiCtx::builder().build())
     }
 
     /// One instance whose WASI context (its clock, say) the caller built.
     pub fn with_wasi(
-        pre: &GateKvPre<GateKvState>,
+        pre: &GateKvPre<KvState>,
         kv: impl Into<SharedKv>,
         wasi: WasiCtx,
     ) -> anyhow::Result<Self> {
-        let state = GateKvState { wasi, table: ResourceTable::new(), kv: kv.into() };
+        let state = KvState { wasi, table: ResourceTable::new(), kv: kv.into() };
         let mut store = Store::new(pre.engine(), state);
-        let gate = pre.instantiate(&mut store)?;
-        Ok(Self { store, gate })
+        let bindings = pre.instantiate(&mut store)?;
+        Ok(Self { store, bindings })
     }
 
     /// The exported functions and the store to call them with.
-    pub fn gate(&mut self) -> (&GateExports, &mut Store<GateKvState>) {
-        (self.gate.mcp_resume_gate_gate(), &mut self.store)
+    pub fn exports(&mut self) -> (&Exports, &mut Store<KvState>) {
+        (self.bindings.mcp_resume_gate_gate(), &mut self.store)
     }
 }

@@ -1,0 +1,141 @@
+//! The server's state: the gate instance behind one lock, the transport, the journal, and the
+//! streams this process serves.
+//!
+//! The lock guards the gate instance alone (a wasmtime instance takes one call at a time). No
+//! network I/O happens under it: frames go to bounded per-connection channels. Each served
+//! stream has its own lock (`Served`), always taken after the gate's.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use mcp_transport::gate::GateApi;
+use mcp_transport::hosts::AllowedHosts;
+use mcp_transport::server::{Server, ServerConfig};
+use resume_gate::RequestId;
+
+use crate::journal::Journal;
+use crate::serving::Served;
+
+/// A stream, by session and number.
+pub type StreamKey = (String, u64);
+
+/// How the server is set up, besides its gate and journal.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub allowed_hosts: AllowedHosts,
+    /// Messages one 2025-03-26 batch may hold (`--max-batch`).
+    pub max_batch: usize,
+    /// The gate's bounds in force: the lease a waiting call renews, the budget `/metrics`
+    /// reports.
+    pub config: resume_gate::Config,
+    /// The state is shared with other processes (`--store`): a resume may arrive here for a
+    /// call another process runs, and a cancel or take-over may come from one.
+    pub shared: bool,
+}
+
+impl Settings {
+    pub fn new(allowed_hosts: AllowedHosts, config: resume_gate::Config) -> Self {
+        Self { allowed_hosts, max_batch: mcp_transport::server::DEFAULT_MAX_BATCH, config, shared: false }
+    }
+}
+
+pub struct App {
+    gate: Mutex<Box<dyn GateApi + Send>>,
+    pub(crate) server: Server,
+    pub(crate) journal: Journal,
+    pub(crate) settings: Settings,
+    /// The streams whose calls run here, by stream and by each request they answer: a
+    /// resume here takes a call's stream over, a `notifications/cancelled` stops one.
+    served: Mutex<ServedStreams>,
+    /// `/metrics` answers (`--metrics`); otherwise it is `404`.
+    pub(crate) metrics: AtomicBool,
+    pub(crate) requests: AtomicU64,
+    /// SSE responses open on this process, for `/metrics`.
+    pub(crate) attached: AtomicUsize,
+}
+
+#[derive(Default)]
+struct ServedStreams {
+    by_stream: HashMap<StreamKey, Arc<Served>>,
+    by_request: HashMap<(String, RequestId), Arc<Served>>,
+}
+
+impl App {
+    /// The server over `gate` (any embedding of it), with its `journal`.
+    pub fn new(gate: Box<dyn GateApi + Send>, journal: Journal, settings: Settings) -> Arc<Self> {
+        let server = Server::new(ServerConfig {
+            name: "resume-gate host-example".into(),
+            allowed_hosts: settings.allowed_hosts.clone(),
+            max_batch: settings.max_batch,
+            ..ServerConfig::default()
+        });
+        Arc::new(Self {
+            gate: Mutex::new(gate),
+            server,
+            journal,
+            settings,
+            served: Mutex::default(),
+            metrics: AtomicBool::new(false),
+            requests: AtomicU64::new(0),
+            attached: AtomicUsize::new(0),
+        })
+    }
+
+    /// Serves `/metrics` from now on (`--metrics`).
+    pub fn enable_metrics(&self) {
+        self.metrics.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// The gate's memory (its instance's linear memory), for tests and metrics.
+    pub fn gate_memory_bytes(&self) -> Option<usize> {
+        self.gate().memory_bytes()
+    }
+
+    /// The gate, for one call (or a few that belong together).
+    pub(crate) fn gate(&self) -> MutexGuard<'_, Box<dyn GateApi + Send>> {
+        self.gate.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn served_streams(&self) -> MutexGuard<'_, ServedStreams> {
+        self.served.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A stream whose calls now run here.
+    pub(crate) fn serving(&self, served: &Arc<Served>) {
+        let mut table = self.served_streams();
+        let key = served.key.clone();
+        for id in &served.requests {
+            table.by_request.insert((key.0.clone(), id.clone()), Arc::clone(served));
+        }
+        table.by_stream.insert(key, Arc::clone(served));
+    }
+
+    /// Its calls are over.
+    pub(crate) fn served(&self, served: &Served) {
+        let mut table = self.served_streams();
+        for id in &served.requests {
+            table.by_request.remove(&(served.key.0.clone(), id.clone()));
+        }
+        if table.by_stream.get(&served.key).is_some_and(|s| std::ptr::eq(&**s, served)) {
+            table.by_stream.remove(&served.key);
+        }
+    }
+
+    /// The stream's calls, if they run here.
+    pub(crate) fn served_here(&self, key: &StreamKey) -> Option<Arc<Served>> {
+        self.served_streams().by_stream.get(key).cloned()
+    }
+
+    /// `notifications/cancelled`: the gate ends the request (a whole stream, or one request of
+    /// a batch), also for a call another process runs (it learns at its next event); a call
+    /// running here stops at once.
+    pub(crate) fn cancel(&self, session: &str, request: &RequestId) {
+        let _ = self.gate().abort_request(session, request);
+        let served = self.served_streams().by_request.get(&(session.to_owned(), request.clone())).cloned();
+        if let Some(served) = served {
+            served.cancel(request);
+            tracing::info!(session, stream = served.key.1, request = ?request, "cancelled");
+        }
+    }
+}

@@ -1,0 +1,220 @@
+//! The HTTP server: axum in front, the shared transport in the middle, the gate behind it.
+//!
+//! Each request becomes the transport's `HttpRequest`; its answer is written as it says: a
+//! plain reply, `202`, or an SSE stream served by an `Exchange` (see `serving`). Sockets are
+//! set up as `gate_host::net` says (`TCP_NODELAY`, so that a kept-alive client never waits for
+//! a delayed ACK).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::serve::ListenerExt;
+use gate_host::net::Tcp;
+use mcp_transport::exchange::{Events, Exchange, Options, Timing};
+use mcp_transport::http::{HttpRequest, MAX_BODY_BYTES};
+use mcp_transport::reply::{Plain, Reply, Stream, sse_headers};
+use resume_gate::StaleReason;
+use tokio::sync::mpsc;
+
+use crate::app::App;
+use crate::connection::{QUEUE, SseBody};
+use crate::serving::{self, Served, now};
+
+async fn handle(
+    State(app): State<Arc<App>>,
+    method: Method,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    app.requests.fetch_add(1, Ordering::Relaxed);
+    let body = match body {
+        Ok(body) => body,
+        Err(rejected) if rejected.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            return plain_response(&Plain::payload_too_large());
+        }
+        Err(_) => return plain_response(&Plain::unreadable_body()),
+    };
+    let req = HttpRequest {
+        method: method.as_str().to_owned(),
+        headers: headers.iter().map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec())).collect(),
+        body: body.into(),
+    };
+    // The decision, and attaching its connection, in one hold of the gate: an event recorded
+    // meanwhile is either in the replay or sent to the new connection, never both or neither.
+    let mut gate = app.gate();
+    let reply = app.server.handle(&mut **gate, &req, mint_session_id);
+    if let Reply::Stream(stream) = reply {
+        let (session, cancels) = (stream.session.clone(), stream.cancels.clone());
+        let (response, then) = stream_response(&app, stream);
+        drop(gate);
+        // A batch's `notifications/cancelled`.
+        for request in &cancels {
+            app.cancel(&session, request);
+        }
+        then.start(&app);
+        return response;
+    }
+    drop(gate);
+    match reply {
+        Reply::Plain(p) => {
+            if let Some(victim) = &p.reclaimed {
+                tracing::info!(session = %victim, "reclaimed the session idle longest to admit a new one");
+            }
+            plain_response(&p)
+        }
+        Reply::Accepted { session, cancels } => {
+            for request in &cancels {
+                app.cancel(&session, request);
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
+        Reply::Stream(_) => unreachable!("answered above"),
+    }
+}
+
+/// What an SSE response still starts once the gate is released.
+enum Then {
+    Nothing,
+    RunCalls(Arc<Served>),
+    Follow(Arc<Served>),
+}
+
+impl Then {
+    fn start(self, app: &Arc<App>) {
+        match self {
+            Then::Nothing => {}
+            Then::RunCalls(served) => serving::run_calls(Arc::clone(app), served),
+            Then::Follow(served) => drop(tokio::spawn(serving::follow(Arc::clone(app), served))),
+        }
+    }
+}
+
+/// An SSE response, served by the stream's exchange: its calls run here, or a resume here
+/// takes over the stream of calls that run here, or the stream is followed in the store (its
+/// events recorded by another process), or held open.
+fn stream_response(app: &Arc<App>, stream: Stream) -> (Response, Then) {
+    log_decision(&stream);
+    let session = stream.session.clone();
+    let (tx, rx) = mpsc::channel(stream.frames.len() + QUEUE);
+    let key = (stream.session.clone(), stream.stream);
+    let attachment = stream.attachment;
+    let settings = &app.settings;
+    let timing = Timing { lease_ms: settings.config.lease_ms, ..Timing::default() };
+    let running_here = app.served_here(&key);
+    let events = if settings.shared && running_here.is_none() { Events::Elsewhere } else { Events::Here };
+    let options = Options { timing, shared: settings.shared, events };
+    let answers = !stream.calls.is_empty();
+    let requests = stream.calls.iter().filter_map(|c| c.id().cloned()).collect();
+    let take_over = !answers && !stream.close;
+    let (served, then) = match running_here {
+        Some(running) if take_over => {
+            // The replay first, then the running calls' frames, on this connection.
+            for frame in &stream.frames {
+                let _ = tx.try_send(Bytes::from(frame.clone()));
+            }
+            running.reattach(tx, attachment);
+            (running, Then::Nothing)
+        }
+        _ => {
+            let follows = !answers && !stream.close && events == Events::Elsewhere;
+            let served = Served::new(Exchange::new(stream, options, now()), requests, tx);
+            let then = match (answers, follows) {
+                (true, _) => Then::RunCalls(Arc::clone(&served)),
+                (false, true) => Then::Follow(Arc::clone(&served)),
+                (false, false) => Then::Nothing,
+            };
+            (served, then)
+        }
+    };
+    let body = SseBody::new(rx, Arc::clone(app), served, attachment);
+    let mut resp = Response::new(Body::from_stream(body));
+    put_headers(&mut resp, sse_headers(&session));
+    (resp, then)
+}
+
+fn log_decision(stream: &Stream) {
+    if let Some(d) = &stream.decision {
+        tracing::info!(
+            session = %stream.session,
+            stream = stream.stream,
+            decision = if d.resumed { "resume" } else { "fresh" },
+            reason = d.reason.map_or("-", StaleReason::as_str),
+            replayed = d.replayed,
+            stranded = ?d.stranded,
+            "gate decision"
+        );
+    }
+}
+
+fn plain_response(p: &Plain) -> Response {
+    let mut resp = Response::new(Body::from(p.body.clone().unwrap_or_default()));
+    *resp.status_mut() = StatusCode::from_u16(p.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    put_headers(&mut resp, p.headers().iter().map(|(n, v)| (*n, v.as_str())));
+    resp
+}
+
+fn put_headers<'a>(resp: &mut Response, headers: impl IntoIterator<Item = (&'static str, &'a str)>) {
+    for (name, value) in headers {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            resp.headers_mut().insert(name, value);
+        }
+    }
+}
+
+/// `GET /metrics` (see [`crate::metrics`]); `404` unless enabled, `503` when the store cannot
+/// answer.
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    if !app.metrics.load(Ordering::Relaxed) {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let (counters, memory_bytes) = {
+        let mut gate = app.gate();
+        (gate.counters(), gate.memory_bytes())
+    };
+    let counters = match counters {
+        Ok(c) => c,
+        Err(e) => {
+            return (StatusCode::SERVICE_UNAVAILABLE, format!("the gate's counters: {e}\n")).into_response();
+        }
+    };
+    let snapshot = crate::metrics::Snapshot {
+        counters,
+        requests: app.requests.load(Ordering::Relaxed),
+        live_streams: app.attached.load(Ordering::Relaxed),
+        memory_bytes,
+        budget_bytes: app.settings.config.max_total_bytes,
+    };
+    ([(axum::http::header::CONTENT_TYPE, crate::metrics::CONTENT_TYPE)], crate::metrics::render(&snapshot))
+        .into_response()
+}
+
+fn mint_session_id() -> Option<String> {
+    mcp_transport::server::mint_session_id(|bytes| getrandom::fill(bytes).is_ok())
+}
+
+pub fn router(app: Arc<App>) -> axum::Router {
+    axum::Router::new()
+        .route("/mcp", axum::routing::any(handle))
+        .route("/metrics", axum::routing::get(metrics))
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(app)
+}
+
+/// Serves `/mcp` on `addr` until the process is stopped.
+pub async fn serve(app: Arc<App>, addr: SocketAddr) -> anyhow::Result<()> {
+    serve_on(app, tokio::net::TcpListener::bind(addr).await?, Tcp::NoDelay).await
+}
+
+/// Serves `/mcp` on a listener the caller bound (tests bind port 0, and measure `Tcp::Nagle`).
+pub async fn serve_on(app: Arc<App>, listener: tokio::net::TcpListener, tcp: Tcp) -> anyhow::Result<()> {
+    tracing::info!("MCP server on http://{}/mcp", listener.local_addr()?);
+    let listener = listener.tap_io(move |socket| tcp.apply(socket));
+    axum::serve(listener, router(app)).await?;
+    Ok(())
+}
