@@ -7,7 +7,7 @@ use wasm_build::{GATE_KV, GATE_MEMORY, rerun_if_changed, workspace_root};
 
 fn main() {
     let root = workspace_root();
-    rerun_if_changed(&root, &["component/src", "component/Cargo.toml", "wit"]);
+    rerun_if_changed(&root, &["resume-gate/src", "resume-gate/Cargo.toml", "wit"]);
     for (wasm, var) in [(GATE_MEMORY, "RESUME_GATE_WASM"), (GATE_KV, "RESUME_GATE_KV_WASM")] {
         println!("cargo:rerun-if-env-changed={var}_OVERRIDE");
         let path = match std::env::var_os(format!("{var}_OVERRIDE")) {

@@ -4,7 +4,7 @@
  *  - the TypeScript MCP SDK's example `InMemoryEventStore` (what SDK users copy), and
  *  - the resume-gate component (world `gate-memory`), transpiled with jco at start-up.
  *
- * The workloads are those of the Rust criterion benches (tests/benches/gate.rs), so the numbers
+ * The workloads are those of the Rust criterion benches (benches/benches/gate.rs), so the numbers
  * line up: emit cost on one and on 1000 streams, the cost of a reconnect that replays k = 10
  * events with N events buffered, and (gate only) the cost of each stale-cursor verdict.
  *

@@ -13,7 +13,9 @@ use wasmtime::{Engine, Store};
 
 fn prepared() -> &'static GateMemoryPre<memory::State> {
     static GATE: OnceLock<GateMemoryPre<memory::State>> = OnceLock::new();
-    GATE.get_or_init(|| memory::prepare(&Engine::default(), gate_host::GATE_MEMORY_WASM).expect("the gate component"))
+    GATE.get_or_init(|| {
+        memory::prepare(&Engine::default(), gate_host::GATE_MEMORY_WASM).expect("the gate component")
+    })
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -48,7 +50,8 @@ fuzz_target!(|data: &[u8]| {
             5 => drop(g.call_on_reconnect(&mut *store, &session, arg, &origin).expect("no trap")),
             6 => drop(g.call_on_detach(&mut *store, &session, stream, u32::from(op)).expect("no trap")),
             7 => {
-                let ids: Vec<RequestId> = arg.chunks(2).map(|c| RequestId::Number(i64::from(c[0]) - 128)).collect();
+                let ids: Vec<RequestId> =
+                    arg.chunks(2).map(|c| RequestId::Number(i64::from(c[0]) - 128)).collect();
                 drop(g.call_join_stream(&mut *store, &session, stream, &ids).expect("no trap"))
             }
             8 => drop(g.call_check_stream(&mut *store, &session, stream, u32::from(op)).expect("no trap")),

@@ -1,13 +1,13 @@
 //! Gate operation sequences decoded from the input, played on the native core and checked
-//! step by step against the property tests' reference model (`resume_gate_model::model`):
+//! step by step against the property tests' reference model (`model::model`):
 //! every promise of the decision table, every bound. The first byte picks the configuration:
 //! small bounds, signed ids, or a memory budget tighter than the other bounds.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use resume_gate_model::driver::Native;
-use resume_gate_model::model::Model;
-use resume_gate_model::ops::{Run, ops_from_bytes, small_config, tight_budget_config};
+use model::driver::InProcess;
+use model::model::Model;
+use model::ops::{Run, ops_from_bytes, small_config, tight_budget_config};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&pick, rest)) = data.split_first() else { return };
@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
         _ => tight_budget_config(false),
     };
     let tight = pick % 3 == 2;
-    let mut run = Run::new(Native::with_config(config.clone()).expect("valid config"), &config);
+    let mut run = Run::new(InProcess::with_config(config.clone()).expect("valid config"), &config);
     let mut model = Model::new(config.clone(), run.now);
     for op in ops_from_bytes(rest) {
         let (call, outcome) = run.step(&op);

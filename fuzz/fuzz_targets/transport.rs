@@ -5,8 +5,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_transport::gate::{GateApi, InProcess};
-use mcp_transport::server::{HttpRequest, Reply, Server, ServerConfig};
+use mcp_transport::gate::GateApi;
+use mcp_transport::http::HttpRequest;
+use mcp_transport::reply::Reply;
+use mcp_transport::server::{Server, ServerConfig};
+use mcp_transport::test_util::InProcess;
 
 const NAMES: [&str; 8] = [
     "mcp-session-id",

@@ -1,7 +1,8 @@
 //! MCP Streamable HTTP (revisions 2025-03-26, 2025-06-18, 2025-11-25), sans-IO.
 //!
-//! A host turns each HTTP request into a [`server::HttpRequest`], calls
-//! [`server::Server::handle`] with its gate, and writes the [`server::Reply`]. Nothing here
+//! A host turns each HTTP request into an [`http::HttpRequest`], calls
+//! [`server::Server::handle`] with its gate, and writes the [`reply::Reply`]; an SSE reply is
+//! served by an [`exchange::Exchange`]. Nothing here
 //! opens a socket, reads a clock or spawns a task, so the same crate serves the wasmtime host
 //! (native) and a Spin front (`wasm32-wasip2`). The gate decides every resumption and mints
 //! every event id; this crate only says which gate call an HTTP request means.

@@ -45,9 +45,9 @@ pub fn configure(bounds: &Bounds) -> Result<u64, GateError> {
 }
 
 /// The gate component this front is composed with; its state is in the key-value store.
-pub struct ImportedGate;
+pub struct Imported;
 
-impl GateApi for ImportedGate {
+impl GateApi for Imported {
     fn counters(&mut self) -> Result<resume_gate::Counters, GateError> {
         Ok(convert::from_wit_counters(gate::read_counters()))
     }

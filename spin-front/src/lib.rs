@@ -35,7 +35,7 @@ use mcp_transport::server::{Server, ServerConfig};
 use mcp_transport::tools::ToolHost;
 use spin_sdk::http::{IncomingRequest, ResponseOutparam};
 
-use bindings::{Bounds, ImportedGate, Journal};
+use bindings::{Bounds, Imported, Journal};
 use connection::Connection;
 
 /// The Spin variable naming the hosts this app answers to.
@@ -55,7 +55,7 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
         Ok(req) => req,
         Err(plain) => return connection::reply_plain(out, plain),
     };
-    let mut gate = ImportedGate;
+    let mut gate = Imported;
     let lease_ms = configure_gate();
     let max_batch = number_variable(MAX_BATCH_VARIABLE)
         .filter(|n| (1..=resume_gate::MAX_BATCH_REQUESTS).contains(n))
@@ -90,7 +90,7 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
 
 /// Serves an SSE response through its `Exchange` to its end: its calls answered here, or the
 /// stream followed in the store.
-fn serve(mut gate: ImportedGate, conn: Connection, stream: Stream, lease_ms: u64) {
+fn serve(mut gate: Imported, conn: Connection, stream: Stream, lease_ms: u64) {
     for request in &stream.cancels {
         let _ = gate.abort_request(&stream.session, request);
     }
@@ -136,7 +136,7 @@ fn run_to_completion<T>(future: impl Future<Output = T>) -> Option<T> {
 
 /// This instance's side of one exchange: the gate, the connection, the exchange.
 struct Host {
-    gate: RefCell<ImportedGate>,
+    gate: RefCell<Imported>,
     conn: RefCell<Connection>,
     exchange: RefCell<Exchange>,
 }

@@ -18,7 +18,7 @@ use resume_gate::{Config, GateError};
 use wasmtime::Engine;
 use wasmtime_wasi::{HostWallClock, WasiCtxBuilder};
 
-pub use resume_gate_model::driver::{Driver, GateApi, Native};
+pub use ::model::driver::{Driver, GateApi, InProcess};
 
 /// A wall clock the test sets, in milliseconds since the Unix epoch.
 #[derive(Clone, Default)]

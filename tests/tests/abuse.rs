@@ -6,17 +6,17 @@
 
 use std::time::{Duration, Instant};
 
-use resume_gate_tests::http::{ACCEPT, Client, JSON, Setup, TestServer, request};
 use serde_json::{Value, json};
+use tests::http::{ACCEPT, Client, JSON, Setup, TestServer, request};
 
 const WAIT: Duration = Duration::from_secs(10);
 const MAX_SESSIONS: u32 = 32;
 
-fn progress(frames: &[resume_gate_tests::http::Frame]) -> Vec<u64> {
+fn progress(frames: &[tests::http::Frame]) -> Vec<u64> {
     frames.iter().filter_map(|f| f.json()["params"]["progress"].as_u64()).collect()
 }
 
-fn results_for(frames: &[resume_gate_tests::http::Frame], id: i64) -> usize {
+fn results_for(frames: &[tests::http::Frame], id: i64) -> usize {
     frames.iter().filter(|f| f.json()["id"] == id && f.json().get("result").is_some()).count()
 }
 
@@ -65,7 +65,7 @@ fn a_flood_of_sessions_denies_no_one(start: fn(Setup) -> TestServer) {
 }
 
 /// A body whose JSON-RPC error is read and checked for size.
-fn error_reply(resp: resume_gate_tests::http::Response) -> (u16, usize, Value) {
+fn error_reply(resp: tests::http::Response) -> (u16, usize, Value) {
     let status = resp.status;
     let body = resp.body();
     (status, body.len(), serde_json::from_str(&body).unwrap_or(Value::Null))

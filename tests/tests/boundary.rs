@@ -4,7 +4,7 @@
 
 use gate_host::memory::types::{Config, Decision, GateError, Origin, RequestId, StaleReason};
 use proptest::prelude::*;
-use resume_gate_tests::drivers::{Wasm, engine};
+use tests::drivers::{Wasm, engine};
 
 fn gate() -> Wasm {
     Wasm::new().expect("instantiate the component")
@@ -198,7 +198,7 @@ fn a_trap_recreates_the_instance_and_is_a_store_error_never_unknown_session() {
     use gate_host::memory::MemoryWorld;
     use gate_host::supervised::{MemoryMaker, Supervised};
     use mcp_transport::gate::GateApi;
-    let maker = MemoryMaker { pre: resume_gate_tests::drivers::prepared_memory(), memory_limit: 8 << 20 };
+    let maker = MemoryMaker { pre: tests::drivers::prepared_memory(), memory_limit: 8 << 20 };
     let mut host = Supervised::<MemoryWorld>::new(maker).unwrap();
     host.open_session("victim").unwrap();
     let origin = resume_gate::Origin::Request(resume_gate::RequestId::Number(1));

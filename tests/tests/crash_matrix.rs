@@ -9,7 +9,7 @@
 //! session, the other session is untouched, and a stream the interrupted operation could not
 //! have ended still resumes; the session count equals the live session records again. Printed:
 //! the orphans and count drift a kill leaves before collection
-//! (`cargo test -p resume-gate-tests --test crash_matrix -- --nocapture`).
+//! (`cargo test -p tests --test crash_matrix -- --nocapture`).
 
 use std::collections::BTreeSet;
 

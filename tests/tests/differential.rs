@@ -4,13 +4,13 @@
 
 use proptest::prelude::*;
 use resume_gate::Config;
-use resume_gate_tests::drivers::{Native, Wasm};
-use resume_gate_tests::ops::{Normalizer, Op, Run, ops, small_config, tight_budget_config};
+use tests::drivers::{InProcess, Wasm};
+use tests::ops::{Normalizer, Op, Run, ops, small_config, tight_budget_config};
 
 const CASES: u32 = 256;
 
 fn same_on_both_sides(ops: &[Op], config: Config) -> Result<(), TestCaseError> {
-    let mut native = Run::new(Native::with_config(config.clone()).expect("valid config"), &config);
+    let mut native = Run::new(InProcess::with_config(config.clone()).expect("valid config"), &config);
     let mut wasm = Run::new(Wasm::new().expect("instantiate the component"), &config);
     let (mut norm_native, mut norm_wasm) = (Normalizer::default(), Normalizer::default());
     for (i, op) in ops.iter().enumerate() {

@@ -4,15 +4,15 @@
 
 use std::process::Command;
 
-use resume_gate_tests::workspace::output;
+use tests::workspace::output;
 
 use mcp_transport::errors::TABLE;
-use resume_gate_tests::sdk_hosts::{node_dir, prepare_node, prepare_python, python_dir};
 use serde_json::Value;
+use tests::sdk_hosts::{node_dir, prepare_node, prepare_python, python_dir};
 
 /// `(case, status, code)` of every `gate-error` case, from the WIT docs' `[STATUS CODE…]`.
 fn wit_table() -> Vec<(String, u16, i64)> {
-    let wit = std::fs::read_to_string(resume_gate_tests::workspace::root().join("wit/gate.wit")).unwrap();
+    let wit = std::fs::read_to_string(tests::workspace::root().join("wit/gate.wit")).unwrap();
     let body = wit
         .split("variant gate-error {")
         .nth(1)
@@ -25,7 +25,7 @@ fn wit_table() -> Vec<(String, u16, i64)> {
     for line in body.lines().map(str::trim) {
         if let Some(doc) = line.strip_prefix("///") {
             if let Some(bracket) = doc.rsplit_once('[').map(|(_, b)| b) {
-                let mut parts = bracket.trim_end_matches(']').split(|c: char| c == ' ' || c == ';');
+                let mut parts = bracket.trim_end_matches(']').split([' ', ';']);
                 let status = parts.next().and_then(|s| s.parse().ok());
                 let code = parts.next().and_then(|s| s.parse().ok());
                 answer = status.zip(code);

@@ -7,11 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use resume_gate_tests::fault_proxy::{Fault, FaultProxy};
-use resume_gate_tests::http::{ACCEPT, Client, Frame, JSON, Setup, TestServer, request};
-use resume_gate_tests::on_rust_servers;
-use resume_gate_tests::redis::RedisServer;
 use serde_json::{Value, json};
+use tests::fault_proxy::{Fault, FaultProxy};
+use tests::http::{ACCEPT, Client, Frame, JSON, Setup, TestServer, request};
+use tests::on_rust_servers;
+use tests::redis::RedisServer;
 
 const WAIT: Duration = Duration::from_secs(10);
 

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use resume_gate_tests::http::{ACCEPT, Client, JSON, Setup, TestServer, request};
 use serde_json::json;
+use tests::http::{ACCEPT, Client, JSON, Setup, TestServer, request};
 
 fn initialize(srv: &TestServer, extra: &[(&str, &str)]) -> (u16, Option<Client>) {
     let body = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {

@@ -13,7 +13,7 @@ use gate_host::kv_world;
 use resume_gate::kv::{Kv, MemoryKv, event_key};
 use resume_gate::stream::DataKey;
 use resume_gate::{Config, Decision, Origin, RequestId};
-use resume_gate_tests::drivers::{GateApi, WasmKv};
+use tests::drivers::{GateApi, WasmKv};
 
 /// Every key but garbage collection's own bookkeeping (`rg/count-check`).
 fn keys(kv: &SharedKv) -> Vec<String> {
@@ -85,7 +85,7 @@ fn a_pass_of_the_component_collects_leftovers_and_nothing_live() {
 
 #[test]
 fn a_pass_over_a_real_redis_collects_leftovers_and_nothing_live() {
-    collects_leftovers_and_nothing_live(resume_gate_tests::redis::fresh_kv().into());
+    collects_leftovers_and_nothing_live(tests::redis::fresh_kv().into());
 }
 
 #[test]
@@ -106,12 +106,12 @@ fn the_collecting_thread_removes_leftovers_while_a_host_serves() {
 
 #[test]
 fn edge_host_collect_garbage_cleans_a_store_it_shares_with_other_hosts() {
-    let server = resume_gate_tests::redis::RedisServer::start_in_memory();
+    let server = tests::redis::RedisServer::start_in_memory();
     let mut kv: SharedKv = server.kv("").into();
     let (stream, _) = live_session(&kv);
     let live = keys(&kv);
     leftovers(&mut kv, stream);
-    let binary = resume_gate_tests::processes::built_binary("edge-host", "edge-host");
+    let binary = tests::processes::built_binary("edge-host", "edge-host");
     let out = std::process::Command::new(binary)
         .args(["collect-garbage", "--store", &server.url()])
         .output()

@@ -12,9 +12,9 @@
 
 use std::time::Duration;
 
-use resume_gate_tests::http::{ACCEPT, Client, Frame, JSON, Response, TestServer, request};
-use resume_gate_tests::{on_every_server, on_rust_servers};
 use serde_json::{Value, json};
+use tests::http::{ACCEPT, Client, Frame, JSON, Response, TestServer, request};
+use tests::{on_every_server, on_rust_servers};
 
 on_every_server!(
     a_cut_mid_stream_resumes_with_exactly_the_missed_events,
@@ -400,8 +400,10 @@ fn bad_input_is_refused_and_leaves_other_sessions_untouched(start: fn() -> TestS
     assert_eq!(seen.len(), 2);
 }
 
+type Scenario = (&'static str, fn(fn() -> TestServer));
+
 /// Every scenario above, by the name the README's comparison table gives it.
-const SCENARIOS: [(&str, fn(fn() -> TestServer)); 15] = [
+const SCENARIOS: [Scenario; 15] = [
     (
         "a cut mid-stream resumes with exactly the missed events",
         a_cut_mid_stream_resumes_with_exactly_the_missed_events,
@@ -460,7 +462,8 @@ const PYTHON_SDK_CANNOT: [&str; 1] = ["a 2025-03-26 batch resumes"];
 /// the gate's adapter. Written to `target/sdk-comparison.md`; the README must show the same.
 #[test]
 fn the_sdk_comparison_table_is_the_readmes() {
-    let columns: [(&str, fn() -> TestServer); 4] = [
+    type Column = (&'static str, fn() -> TestServer);
+    let columns: [Column; 4] = [
         ("TS SDK, its example store", TestServer::node_sdk_store),
         ("TS SDK + resume-gate", TestServer::node_example),
         ("Python SDK, its example store", TestServer::python_sdk_store),

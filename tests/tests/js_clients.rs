@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use resume_gate_tests::http::TestServer;
-use resume_gate_tests::{on_both_servers, on_every_server};
+use tests::http::TestServer;
+use tests::{on_both_servers, on_every_server};
 
 on_every_server!(the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once);
 on_both_servers!(the_mcp_conformance_scenarios_pass_without_failure);
@@ -16,7 +16,7 @@ fn js_dir() -> PathBuf {
 
 /// `npm ci` from `tests/js/package-lock.json` when needed.
 fn npm_ci() {
-    resume_gate_tests::npm_ci(&js_dir());
+    tests::npm_ci(&js_dir());
 }
 
 fn the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once(start: fn() -> TestServer) {

@@ -22,8 +22,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 
-use resume_gate_tests::http::{Client, Setup, Tcp, TestServer};
-use resume_gate_tests::keep_alive::percentile;
+use tests::http::{Client, Setup, Tcp, TestServer};
+use tests::keep_alive::percentile;
 
 /// Calls before measuring: the first segments of a connection are ACKed at once (quick-ACK
 /// mode), which would hide a stall.

@@ -5,7 +5,7 @@
 //! of Spin's backends, and over a real Redis-protocol server (valkey-server).
 //!
 //! `round_trips_per_operation` also prints the key-value calls each gate operation costs
-//! (`cargo test -p resume-gate-tests --test kv_concurrency -- --nocapture`).
+//! (`cargo test -p tests --test kv_concurrency -- --nocapture`).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Barrier};
@@ -15,7 +15,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use edge_host::keyvalue::SharedKv;
 use resume_gate::kv::MemoryKv;
 use resume_gate::{Decision, Event, GateError, Origin, RequestId, StaleReason};
-use resume_gate_tests::drivers::{Driver, GateApi, WasmKv};
+use tests::drivers::{Driver, GateApi, WasmKv};
 
 const THREADS: usize = 8;
 
@@ -36,7 +36,7 @@ macro_rules! on_every_store {
             }
             #[test]
             fn real_redis() {
-                super::$test(resume_gate_tests::redis::fresh_kv().into())
+                super::$test(tests::redis::fresh_kv().into())
             }
         }
     )*};

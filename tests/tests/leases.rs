@@ -7,8 +7,8 @@
 use std::time::Duration;
 
 use resume_gate::kv::Semantics;
-use resume_gate_tests::http::{Client, Frame, Setup, TestServer};
 use serde_json::json;
+use tests::http::{Client, Frame, Setup, TestServer};
 
 /// Short, so that the test does not wait ten seconds; a running call renews it every third.
 const LEASE_MS: u64 = 1_000;

@@ -5,8 +5,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use resume_gate_tests::http::{Client, TestServer};
 use serde_json::json;
+use tests::http::{Client, TestServer};
 
 /// `GET /metrics`: the status, the content type and the body.
 fn scrape(addr: SocketAddr) -> (u16, String, String) {

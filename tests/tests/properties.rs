@@ -1,4 +1,4 @@
-//! Property tests of the native core against the reference model (`resume_gate_tests::model`):
+//! Property tests of the native core against the reference model (`tests::model`):
 //! random operation sequences over three sessions, with small bounds so that eviction,
 //! expiry, tombstones and session reclaiming all happen; over the memory store and the
 //! key-value store, under a tight memory budget, and with any bytes as a cursor.
@@ -6,16 +6,16 @@
 use proptest::prelude::*;
 use resume_gate::kv::{KvStore, MemoryKv, Semantics};
 use resume_gate::{Config, Decision, GateError, Origin};
-use resume_gate_tests::drivers::Native;
-use resume_gate_tests::held::KvView;
-use resume_gate_tests::model::Model;
-use resume_gate_tests::ops::{Op, Outcome, Run, ops, small_config, tight_budget_config};
+use tests::drivers::InProcess;
+use tests::held::KvView;
+use tests::model::Model;
+use tests::ops::{Op, Outcome, Run, ops, small_config, tight_budget_config};
 
 const CASES: u32 = 2_000;
 
 fn holds(ops: &[Op], signed: bool) -> Result<(), TestCaseError> {
     let config = small_config(signed);
-    let mut run = Run::new(Native::with_config(config.clone()).expect("valid config"), &config);
+    let mut run = Run::new(InProcess::with_config(config.clone()).expect("valid config"), &config);
     let mut model = Model::new(config, run.now);
     for op in ops {
         let (call, outcome) = run.step(op);
@@ -31,7 +31,7 @@ fn holds_over_kv(ops: &[Op], signed: bool, semantics: Semantics) -> Result<(), T
     let config = small_config(signed);
     let kv = MemoryKv::with_semantics(semantics);
     let mut run = Run::new(
-        Native::with_store(config.clone(), KvStore::new(kv.clone(), 7)).expect("valid config"),
+        InProcess::with_store(config.clone(), KvStore::new(kv.clone(), 7)).expect("valid config"),
         &config,
     );
     let mut model = Model::new(config.clone(), run.now);
@@ -73,7 +73,7 @@ fn holds_over_kv(ops: &[Op], signed: bool, semantics: Semantics) -> Result<(), T
 /// refusals are the documented ones.
 fn the_budget_holds(ops: &[Op]) -> Result<(), TestCaseError> {
     let config = tight_budget_config(false);
-    let mut run = Run::new(Native::with_config(config.clone()).expect("valid config"), &config);
+    let mut run = Run::new(InProcess::with_config(config.clone()).expect("valid config"), &config);
     for op in ops {
         let (call, outcome) = run.step(op);
         let refusal = match &outcome {

@@ -3,9 +3,9 @@
 
 use std::process::Command;
 
-use resume_gate_tests::http::TestServer;
-use resume_gate_tests::on_every_server;
-use resume_gate_tests::python::{dir as py_dir, venv_python};
+use tests::http::TestServer;
+use tests::on_every_server;
+use tests::python::{dir as py_dir, venv_python};
 
 on_every_server!(the_python_sdk_client_falls_back_from_its_probe_resumes_after_cuts_and_runs_append_once);
 

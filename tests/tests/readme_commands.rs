@@ -12,10 +12,10 @@ use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use resume_gate_tests::http::{ACCEPT, JSON, request};
-use resume_gate_tests::redis::RedisServer;
-use resume_gate_tests::workspace::{Shell, root, run_to_end};
 use serde_json::json;
+use tests::http::{ACCEPT, JSON, request};
+use tests::redis::RedisServer;
+use tests::workspace::{Shell, root, run_to_end};
 
 /// How a README line is run.
 #[derive(Clone, Copy, Debug)]

@@ -10,10 +10,10 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use resume_gate_tests::http::{Client, Frame};
-use resume_gate_tests::processes::ServerProcess;
-use resume_gate_tests::redis::RedisServer;
 use serde_json::{Value, json};
+use tests::http::{Client, Frame};
+use tests::processes::ServerProcess;
+use tests::redis::RedisServer;
 
 /// Short, so that the test does not wait ten seconds for a stranded call.
 const LEASE_MS: &str = "1000";

@@ -6,7 +6,7 @@
 use std::collections::BTreeSet;
 
 use resume_gate::kv::Kv;
-use resume_gate_tests::redis::{RedisServer, fresh_kv, shared};
+use tests::redis::{RedisServer, fresh_kv, shared};
 
 #[test]
 fn a_swap_succeeds_exactly_when_it_wrote() {

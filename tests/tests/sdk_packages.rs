@@ -6,15 +6,15 @@
 use std::path::Path;
 use std::process::Command;
 
-use resume_gate_tests::workspace::output;
+use tests::workspace::output;
 
-use resume_gate_tests::http::{Client, Frame};
-use resume_gate_tests::processes::ServerProcess;
-use resume_gate_tests::sdk_hosts::{
-    Store, node_dir, node_example_with, prepare_node, prepare_python, python_dir, python_example_with,
-};
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use tests::http::{Client, Frame};
+use tests::processes::ServerProcess;
+use tests::sdk_hosts::{
+    Store, node_dir, node_example_with, prepare_node, prepare_python, python_dir, python_example_with,
+};
 
 fn sha256(path: impl AsRef<Path>) -> String {
     hex::encode(Sha256::digest(std::fs::read(path).expect("read the component")))

@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use resume_gate_tests::workspace::{clean_copy, run_to_end};
+use tests::workspace::{clean_copy, run_to_end};
 use toml::Value;
 
 fn manifest() -> Value {

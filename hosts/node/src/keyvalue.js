@@ -5,7 +5,7 @@
  * request share a store at the edge.
  *
  * The component calls its imports synchronously, so a store behind a network client (Redis)
- * cannot be plugged in here without JSPI; it is the Rust hosts' job (`kv-host`).
+ * cannot be plugged in here without JSPI; it is the Rust hosts' job (`gate-host`).
  *
  * Semantics follow Spin's SQLite backend: compare-and-swap compares the bytes read when the
  * `Cas` was made (absent equals absent); `increment` keeps an 8-byte little-endian integer.

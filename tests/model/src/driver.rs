@@ -1,9 +1,9 @@
 //! What the operation runner drives: the gate's operations as every embedding speaks them
-//! ([`GateApi`]), plus a clock the runner sets. [`Native`] is the core called directly; the
-//! component sides implement `Driver` in `resume-gate-tests`.
+//! ([`GateApi`]), plus a clock the runner sets. [`InProcess`] is the core called directly; the
+//! component sides implement `Driver` in the `tests` crate.
 
 pub use mcp_transport::gate::GateApi;
-pub use mcp_transport::test_util::InProcess as Native;
+pub use mcp_transport::test_util::InProcess;
 use resume_gate::Store;
 
 /// A gate whose clock the runner sets; every operation is [`GateApi`]'s.
@@ -12,8 +12,8 @@ pub trait Driver: GateApi {
     fn set_now(&mut self, ms: u64);
 }
 
-impl<S: Store> Driver for Native<S> {
+impl<S: Store> Driver for InProcess<S> {
     fn set_now(&mut self, ms: u64) {
-        Native::set_now(self, ms);
+        InProcess::set_now(self, ms);
     }
 }

@@ -19,11 +19,11 @@ use anyhow::{Context, Result, ensure};
 use resume_gate::kv::KvStore;
 use resume_gate::{Config, Decision, Origin, RequestId};
 use resume_gate_redis::RedisKv;
-use resume_gate_tests::drivers::{Driver, Native, WasmKv};
-use resume_gate_tests::http::TestServer;
-use resume_gate_tests::keep_alive::{self, percentile};
-use resume_gate_tests::redis::RedisServer;
 use serde_json::json;
+use tests::drivers::{Driver, InProcess, WasmKv};
+use tests::http::TestServer;
+use tests::keep_alive::{self, percentile};
+use tests::redis::RedisServer;
 
 struct Plan {
     samples: usize,
@@ -50,7 +50,7 @@ impl Side {
     fn driver(self, kv: RedisKv, seed: u64) -> Result<Box<dyn Driver + Send>> {
         Ok(match self {
             Side::Native => Box::new(
-                Native::with_store(Config::default(), KvStore::new(kv, seed)).expect("the default bounds"),
+                InProcess::with_store(Config::default(), KvStore::new(kv, seed)).expect("the default bounds"),
             ),
             Side::Component => Box::new(WasmKv::new(kv)?),
         })
@@ -187,7 +187,8 @@ fn hosts_at_once(
 fn key_classes(kv: &RedisKv, keys: &[String]) -> Result<String> {
     use resume_gate::kv::Kv;
     use resume_gate::kv::{KeyKind, parse_key};
-    let kinds: [(&str, &str, fn(&str) -> bool); 9] = [
+    type Class = (&'static str, &'static str, fn(&str) -> bool);
+    let kinds: [Class; 9] = [
         ("rg/{session}/s", "session record", |k| matches!(parse_key(k), Some((_, KeyKind::Session)))),
         ("rg/{session}/n", "session's stream counter", |k| {
             matches!(parse_key(k), Some((_, KeyKind::StreamCounter)))
@@ -273,7 +274,7 @@ fn main() -> Result<()> {
          connection:\n\n",
     );
     md.push_str("| server | sessions | calls/s | p50 | p99 |\n| --- | ---: | ---: | ---: | ---: |\n");
-    let prefix = resume_gate_tests::redis::fresh_prefix();
+    let prefix = tests::redis::fresh_prefix();
     let keys_kv = server.kv(&prefix);
     for (name, srv) in [
         ("host-example `--store` (Redis)", TestServer::host_example_over(server.kv(&prefix))),
@@ -336,7 +337,7 @@ fn main() -> Result<()> {
         gate.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
     ));
     if full {
-        resume_gate_tests::write_bench_result_text("redis.md", &md)?;
+        benches::write_bench_result_text("redis.md", &md)?;
     }
     println!("{md}");
     Ok(())

@@ -28,6 +28,9 @@ pub struct Loaded<H> {
     pub(crate) handle: H,
 }
 
+/// A decoded record and the version it was loaded at.
+pub(crate) type Found<T, H> = (T, Loaded<H>);
+
 /// A stored value's version and the tokens of its latest writers, newest first.
 #[derive(Default)]
 pub(crate) struct Stamp {

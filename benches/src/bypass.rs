@@ -1,5 +1,5 @@
 //! No gate at all: the server a gate-less MCP host would be, so a benchmark can show the gate's
-//! share of a request (`--no-gate`). Sessions are still tracked, so unknown ones still get
+//! share of a request (the end-to-end bench's `host-example, no gate` side). Sessions are still tracked, so unknown ones still get
 //! `404`; streams get numbers; events get no id and nothing is buffered, so every reconnect
 //! starts fresh. Not for serving clients: one whose connection drops loses what it missed.
 
@@ -11,7 +11,7 @@ use resume_gate::{
 };
 
 #[derive(Default)]
-pub struct NoGate {
+pub struct Bypass {
     sessions: HashSet<String>,
     last_stream: u64,
 }
@@ -21,13 +21,13 @@ fn unnamed() -> Recorded {
     Recorded { id: String::new(), seq: 0 }
 }
 
-impl NoGate {
+impl Bypass {
     fn known(&self, session: &str) -> Result<(), GateError> {
         self.sessions.contains(session).then_some(()).ok_or(GateError::UnknownSession)
     }
 }
 
-impl GateApi for NoGate {
+impl GateApi for Bypass {
     /// Nothing is counted without the gate.
     fn counters(&mut self) -> Result<resume_gate::Counters, GateError> {
         Ok(resume_gate::Counters::default())

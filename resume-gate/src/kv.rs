@@ -165,7 +165,7 @@ impl<K: Kv> KvStore<K> {
         token
     }
 
-    fn load<T: DeserializeOwned>(&mut self, key: &str) -> Result<Option<(T, Loaded<K::Handle>)>, StoreError> {
+    fn load<T: DeserializeOwned>(&mut self, key: &str) -> Result<Option<Found<T, K::Handle>>, StoreError> {
         let (value, handle) = self.kv.watch(key)?;
         let (record, stamp) = decode(key, value.as_deref())?;
         Ok(record.map(|v| (v, Loaded { key: key.to_owned(), stamp, handle })))

@@ -1,9 +1,9 @@
 //! Workload 5: `tools/call` end to end, as clients really connect — HTTP/1.1, connections kept
 //! alive — against every server side by side in one run:
 //!
-//! - host-example, host-example `--no-gate` (events without ids, nothing buffered: the
+//! - host-example, host-example with no gate (events without ids, nothing buffered: the
 //!   difference is the gate's share of a call), edge-host (the Spin app: front + gate-kv, an
-//!   instance per request), edge-host `--nagle` (Nagle's algorithm left on, as Spin may leave
+//!   instance per request), edge-host with Nagle on (Nagle's algorithm left on, as Spin may leave
 //!   it: the front's own write coalescing is all that keeps a call from waiting for a delayed
 //!   ACK), the TypeScript SDK's reference server with its example event store
 //!   (`benches/node/ts-sdk-server.mjs`, a Node process), and the Python SDK's own server
@@ -27,10 +27,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
-use resume_gate_tests::http::{Setup, Tcp, TestServer};
-use resume_gate_tests::keep_alive::{self, percentile};
-use resume_gate_tests::python;
 use serde_json::{Value, json};
+use tests::http::{Setup, Tcp, TestServer};
+use tests::keep_alive::{self, percentile};
+use tests::python;
 
 const TOOL: &str = "countdown";
 
@@ -40,7 +40,7 @@ fn arguments() -> Value {
 
 /// What serves one side: a server in this process, or a child process.
 enum Server {
-    InProcess { _running: TestServer },
+    InProcess { _running: Box<TestServer> },
     Process(Child),
 }
 
@@ -64,7 +64,7 @@ fn node_dir() -> PathBuf {
 }
 
 fn in_process(name: &'static str, server: TestServer) -> Side {
-    Side { name, addr: server.addr, _server: Server::InProcess { _running: server } }
+    Side { name, addr: server.addr, _server: Server::InProcess { _running: Box::new(server) } }
 }
 
 /// The TypeScript SDK's reference server, on a port it picks and prints.
@@ -147,7 +147,7 @@ struct Plan {
 }
 
 fn main() -> Result<()> {
-    resume_gate_tests::npm_ci(&node_dir());
+    tests::npm_ci(&node_dir());
     let full = std::env::args().any(|a| a == "--bench");
     let plan = if full {
         Plan {
@@ -178,13 +178,16 @@ fn main() -> Result<()> {
     type Start = (&'static str, fn() -> Result<Side>);
     let starts: [Start; 6] = [
         ("host-example", || Ok(in_process("host-example", TestServer::host_example()))),
-        ("host-example --no-gate", || {
-            Ok(in_process("host-example --no-gate", TestServer::host_example_without_gate()))
+        ("host-example, no gate", || {
+            Ok(in_process(
+                "host-example, no gate",
+                TestServer::host_example_over_gate(Box::new(benches::bypass::Bypass::default())),
+            ))
         }),
         ("edge-host", || Ok(in_process("edge-host", TestServer::edge()))),
-        ("edge-host --nagle", || {
+        ("edge-host, Nagle on", || {
             let setup = Setup { tcp: Tcp::Nagle, ..Setup::default() };
-            Ok(in_process("edge-host --nagle", TestServer::edge_with(setup)))
+            Ok(in_process("edge-host, Nagle on", TestServer::edge_with(setup)))
         }),
         ("ts-sdk server", ts_sdk_server),
         ("py-sdk server", py_sdk_server),
@@ -270,7 +273,7 @@ fn main() -> Result<()> {
     });
     println!("{report:#}");
     if full && !partial {
-        resume_gate_tests::write_bench_result("e2e.json", &report)?;
+        benches::write_bench_result("e2e.json", &report)?;
     }
     Ok(())
 }

@@ -15,7 +15,7 @@ use gate_host::memory::{self, MemoryWorld};
 use gate_host::supervised::DEFAULT_MEMORY_LIMIT;
 use resume_gate::kv::{KvStore, MemoryKv};
 use resume_gate::{Config, Decision, Origin, RequestId, StaleReason};
-use resume_gate_tests::drivers::{Driver, GateApi, Native, Wasm, WasmKv};
+use tests::drivers::{Driver, GateApi, InProcess, Wasm, WasmKv};
 use wasmtime::{Engine, InstanceAllocationStrategy, PoolingAllocationConfig};
 use wasmtime_wasi::WasiCtxBuilder;
 
@@ -34,14 +34,14 @@ fn over_kv(side: &str) -> bool {
 /// what it measures.
 fn new_gate(side: &str, config: &Config) -> Box<dyn Driver> {
     match side {
-        "native" => Box::new(Native::with_config(config.clone()).expect("valid config")),
+        "native" => Box::new(InProcess::with_config(config.clone()).expect("valid config")),
         "component" => {
             let mut wasm = Wasm::new().expect("instantiate the component");
             wasm.configure(config).expect("configure the component");
             Box::new(wasm)
         }
         "native+kv" => Box::new(
-            Native::with_store(config.clone(), KvStore::new(MemoryKv::new(), 7)).expect("valid config"),
+            InProcess::with_store(config.clone(), KvStore::new(MemoryKv::new(), 7)).expect("valid config"),
         ),
         "component+kv" => {
             let mut wasm = WasmKv::new(MemoryKv::new()).expect("instantiate gate-kv");

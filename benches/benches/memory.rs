@@ -9,7 +9,7 @@
 
 use anyhow::{Result, ensure};
 use resume_gate::{Config, Origin, RequestId};
-use resume_gate_tests::drivers::{Driver, GateApi, Native, Wasm};
+use tests::drivers::{Driver, GateApi, InProcess, Wasm};
 
 const PAYLOAD: usize = 1024;
 const BYTES_PER_STREAM: u64 = 64 << 10;
@@ -50,7 +50,7 @@ fn main() -> Result<()> {
     let bound = (sessions * streams) as u64 * BYTES_PER_STREAM;
 
     let before = resident_bytes()?;
-    let mut native = Native::with_config(config.clone()).expect("valid config");
+    let mut native = InProcess::with_config(config.clone()).expect("valid config");
     flood(&mut native, sessions, streams)?;
     let native_rss_growth = resident_bytes()?.saturating_sub(before);
     let held = native.gate.store().stats();
@@ -83,7 +83,7 @@ fn main() -> Result<()> {
     });
     println!("{report:#}");
     if full {
-        resume_gate_tests::write_bench_result("memory.json", &report)?;
+        benches::write_bench_result("memory.json", &report)?;
     }
     Ok(())
 }

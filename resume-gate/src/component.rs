@@ -29,17 +29,17 @@ wit_bindgen::generate!({
 mod wasi_kv;
 
 #[cfg(not(feature = "component-kv"))]
-type InstanceGate = crate::Gate;
+type Core = crate::Gate;
 #[cfg(feature = "component-kv")]
-type InstanceGate = crate::Gate<crate::kv::KvStore<wasi_kv::WasiKv>>;
+type Core = crate::Gate<crate::kv::KvStore<wasi_kv::WasiKv>>;
 
 #[cfg(not(feature = "component-kv"))]
-fn new_gate(config: Config) -> Result<InstanceGate, GateError> {
+fn new_gate(config: Config) -> Result<Core, GateError> {
     crate::Gate::in_memory(config)
 }
 
 #[cfg(feature = "component-kv")]
-fn new_gate(config: Config) -> Result<InstanceGate, GateError> {
+fn new_gate(config: Config) -> Result<Core, GateError> {
     let seed = u64::from_le_bytes(entropy());
     crate::Gate::new(config, crate::kv::KvStore::new(wasi_kv::WasiKv::open()?, seed))
 }
@@ -52,11 +52,11 @@ struct Component;
 export!(Component);
 
 thread_local! {
-    static GATE: RefCell<Option<InstanceGate>> = const { RefCell::new(None) };
+    static GATE: RefCell<Option<Core>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` on this instance's gate, creating it with the defaults on first use.
-fn with_gate<T>(f: impl FnOnce(&mut InstanceGate) -> Result<T, GateError>) -> Result<T, wit::GateError> {
+fn with_gate<T>(f: impl FnOnce(&mut Core) -> Result<T, GateError>) -> Result<T, wit::GateError> {
     GATE.with(|cell| {
         let mut slot = cell.try_borrow_mut().map_err(|_| GateError::Store("re-entrant call".into()))?;
         if slot.is_none() {

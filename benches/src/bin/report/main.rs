@@ -1,8 +1,8 @@
-//! `bench-report`: the last step of `benches/run`. Reads one run's measurements and writes
+//! `report`: the last step of `benches/run`. Reads one run's measurements and writes
 //! BENCHMARKS.md and its SVG chart, so the numbers in the repository are always the numbers of
 //! one run, side by side, never hand-copied.
 //!
-//! `bench-report --criterion target/criterion [--harness node.json]... [--memory memory.json] [--e2e e2e.json] [--redis redis.md]
+//! `report --criterion target/criterion [--harness node.json]... [--memory memory.json] [--e2e e2e.json] [--redis redis.md]
 //!  [--packages packages.md]
 //!  --wasm gate.wasm [--wasm-kv gate-kv.wasm]
 //!  --about about.txt --analysis benches/analysis.md --chart benches/reconnect.svg

@@ -8,7 +8,7 @@ use crate::results::{EndToEnd, Memory, Results, Spread, Workload};
 
 /// The end-to-end sides, as the bench names them.
 const GATED: &str = "host-example";
-const UNGATED: &str = "host-example --no-gate";
+const UNGATED: &str = "host-example, no gate";
 const EDGE: &str = "edge-host";
 const TS_SERVER: &str = "ts-sdk server";
 
@@ -327,16 +327,13 @@ fn gate_shares(e: Option<&EndToEnd>) -> Vec<(&'static str, f64)> {
     client.into_iter().chain(load).collect()
 }
 
-/// How a server side is shown: flags in code style, the Node server by its full name.
+/// How a server side is shown: the SDK servers and the Spin app by their full names.
 fn server(side: &str) -> String {
     match side {
         TS_SERVER => "TypeScript SDK reference server (its example event store)".to_owned(),
         "py-sdk server" => "Python SDK server (uvicorn; no event store in the package)".to_owned(),
         EDGE => "edge-host (the Spin app)".to_owned(),
-        other => match other.split_once(' ') {
-            Some((name, flags)) => format!("{name} `{flags}`"),
-            None => other.to_owned(),
-        },
+        other => other.to_owned(),
     }
 }
 
@@ -358,7 +355,7 @@ fn e2e_section(e: Option<&EndToEnd>) -> String {
         out,
         "Every call is `tools/call {}` (its result is ready at once) over HTTP/1.1 on loopback, the \
          connection kept alive as real clients keep it; the servers take turns, a round each. \
-         `--nagle` leaves Nagle's algorithm on (no `TCP_NODELAY`), as Spin may: only the front's own \
+         \"Nagle on\" leaves Nagle's algorithm on (no `TCP_NODELAY`), as Spin may: only the front's own \
          write coalescing keeps those calls from waiting for delayed ACKs.\n",
         e.tool
     );
@@ -609,7 +606,7 @@ mod tests {
         assert!(md.contains("| 15000 vs 16000 calls/s (0.94×) | **missed** |"), "{md}");
         assert!(md.contains("edge-host p50 ≤ 5 ms (in-process store) | 6.00 ms | **missed** |"), "{md}");
         assert!(md.contains("| 1.0 % (official TS client) | met |"), "{md}");
-        assert!(md.contains("| host-example `--no-gate` | 10 | 990.00 µs | 1.98 ms | 0.28× |"), "{md}");
+        assert!(md.contains("| host-example, no gate | 10 | 990.00 µs | 1.98 ms | 0.28× |"), "{md}");
         assert!(
             md.contains("| host-example | 16000 (1.00 ms, 2.00 ms) | 15000 (1.00 ms, 2.00 ms) |"),
             "{md}"

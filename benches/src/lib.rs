@@ -1,0 +1,29 @@
+//! What the benchmarks share: the host with no gate they measure the gate's share against
+//! ([`bypass`]), and where a bench binary leaves its result for `benches/run`'s report.
+//!
+//! # Layout
+//!
+//! - `benches/gate.rs` (criterion): each operation on every side — the native core, the
+//!   component in wasmtime, either over the key-value store;
+//! - `benches/memory.rs`, `benches/e2e.rs`, `benches/redis.rs`: bench binaries (memory per
+//!   session; end to end as clients connect, beside the official SDKs; on a real Redis);
+//! - `src/bin/report/`: the report writer, the last step of `benches/run`;
+//! - `node/`, `python/`: the official SDKs' servers and clients the end-to-end bench runs.
+
+pub mod bypass;
+
+/// Writes a bench binary's result as `name` into `$BENCH_OUT_DIR` (default `target/bench`),
+/// where `benches/run` hands it to the report.
+pub fn write_bench_result(name: &str, result: &serde_json::Value) -> anyhow::Result<()> {
+    write_bench_result_text(name, &result.to_string())
+}
+
+/// Writes a bench binary's text result (a markdown section) like [`write_bench_result`].
+pub fn write_bench_result_text(name: &str, text: &str) -> anyhow::Result<()> {
+    let dir = std::env::var_os("BENCH_OUT_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/bench"));
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(name), text)?;
+    Ok(())
+}
