@@ -12,7 +12,6 @@ use edge_host::variables::{self, Variables};
 use gate_host::net::Tcp;
 use mcp_transport::hosts::{AllowedHosts, LOCALHOST};
 use resume_gate::kv::{MemoryKv, Semantics};
-use resume_gate_redis::RedisKv;
 
 #[derive(Parser)]
 #[command(version, about)]
@@ -57,11 +56,10 @@ struct Cli {
     /// are ASCII decimal), to run the app against either.
     #[arg(long, value_enum, default_value_t = KvSemantics::Sqlite)]
     kv_semantics: KvSemantics,
-    /// Where the app's state lives: `memory` (a map in this process, the default) or
-    /// `redis://HOST:PORT[/DB]` (a Redis or Valkey server that any number of edge-host
-    /// processes share: sessions, streams, events and the `append` journal).
-    #[arg(long, env = "RESUME_GATE_STORE", default_value = "memory", global = true)]
-    store: String,
+    /// `--store` (a map in this process by default, or Redis: sessions, streams, events and
+    /// the `append` journal) and how the store is reached.
+    #[command(flatten)]
+    store: gate_host::store_args::StoreArgs,
     /// Every this many seconds, a pass that collects what instances killed mid-request left
     /// in the store (`collect-garbage`, off the request path); 0: never (another process
     /// sharing the store does it).
@@ -171,11 +169,8 @@ fn main() -> Result<()> {
 }
 
 fn store(cli: &Cli) -> Result<SharedKv> {
-    Ok(match cli.store.as_str() {
-        "memory" => MemoryKv::with_semantics(cli.kv_semantics.into()).into(),
-        url if url.starts_with("redis://") => {
-            RedisKv::connect(url).map_err(|e| anyhow::anyhow!("--store: {}", e.0))?.into()
-        }
-        other => anyhow::bail!("--store: `memory` or `redis://HOST:PORT`, not `{other}`"),
+    Ok(match cli.store.open()? {
+        None => MemoryKv::with_semantics(cli.kv_semantics.into()).into(),
+        Some(redis) => redis.into(),
     })
 }

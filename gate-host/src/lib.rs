@@ -15,13 +15,15 @@
 //!   (and configured again) after a trap;
 //! - [`keyvalue`]: the `wasi:keyvalue` draft2 host;
 //! - [`collector`]: garbage collection off the request path;
-//! - [`net`]: how an accepted socket is set up (`TCP_NODELAY`).
+//! - [`net`]: how an accepted socket is set up (`TCP_NODELAY`);
+//! - [`store_args`]: `--store` and its options, parsed once for every host.
 
 pub mod collector;
 pub mod keyvalue;
 pub mod kv_world;
 pub mod memory;
 pub mod net;
+pub mod store_args;
 pub mod supervised;
 
 /// The gate, world `gate-memory`, built by this crate's build script.

@@ -1,19 +1,18 @@
-//! The server's state: the gate instance behind one lock, the transport, the journal, and the
-//! streams this process serves.
+//! The server's state: the gate instances (`instances`: who waits for whom), the transport, the
+//! journal, and the streams this process serves.
 //!
-//! The lock guards the gate instance alone (a wasmtime instance takes one call at a time). No
-//! network I/O happens under it: frames go to bounded per-connection channels. Each served
-//! stream has its own lock (`Served`), always taken after the gate's.
+//! No network I/O happens while an instance is held: frames go to bounded per-connection
+//! channels. Each served stream has its own lock (`Served`), always taken after the gate's.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use mcp_transport::gate::GateApi;
 use mcp_transport::hosts::AllowedHosts;
 use mcp_transport::server::{Server, ServerConfig};
 use resume_gate::RequestId;
 
+use crate::instances::{Held, Instances};
 use crate::journal::Journal;
 use crate::serving::Served;
 
@@ -41,7 +40,7 @@ impl Settings {
 }
 
 pub struct App {
-    gate: Mutex<Box<dyn GateApi + Send>>,
+    instances: Instances,
     pub(crate) server: Server,
     pub(crate) journal: Journal,
     pub(crate) settings: Settings,
@@ -53,6 +52,8 @@ pub struct App {
     pub(crate) requests: AtomicU64,
     /// SSE responses open on this process, for `/metrics`.
     pub(crate) attached: AtomicUsize,
+    /// Those of them that carry calls' answers (a drain waits for them).
+    pub(crate) answering: AtomicUsize,
 }
 
 #[derive(Default)]
@@ -62,8 +63,9 @@ struct ServedStreams {
 }
 
 impl App {
-    /// The server over `gate` (any embedding of it), with its `journal`.
-    pub fn new(gate: Box<dyn GateApi + Send>, journal: Journal, settings: Settings) -> Arc<Self> {
+    /// The server over `instances` (one instance, or a pool over a shared store), with its
+    /// `journal`.
+    pub fn new(instances: Instances, journal: Journal, settings: Settings) -> Arc<Self> {
         let server = Server::new(ServerConfig {
             name: "resume-gate host-example".into(),
             allowed_hosts: settings.allowed_hosts.clone(),
@@ -71,7 +73,7 @@ impl App {
             ..ServerConfig::default()
         });
         Arc::new(Self {
-            gate: Mutex::new(gate),
+            instances,
             server,
             journal,
             settings,
@@ -79,6 +81,7 @@ impl App {
             metrics: AtomicBool::new(false),
             requests: AtomicU64::new(0),
             attached: AtomicUsize::new(0),
+            answering: AtomicUsize::new(0),
         })
     }
 
@@ -89,12 +92,17 @@ impl App {
 
     /// The gate's memory (its instance's linear memory), for tests and metrics.
     pub fn gate_memory_bytes(&self) -> Option<usize> {
-        self.gate().memory_bytes()
+        self.instances.memory_bytes()
     }
 
-    /// The gate, for one call (or a few that belong together).
-    pub(crate) fn gate(&self) -> MutexGuard<'_, Box<dyn GateApi + Send>> {
-        self.gate.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    /// A gate instance, for one call (or a few that belong together) of `session`.
+    pub(crate) fn gate(&self, session: Option<&str>) -> Held<'_> {
+        self.instances.hold(session)
+    }
+
+    /// Every instance's counters (never waits for a store).
+    pub(crate) fn counters(&self) -> resume_gate::Counters {
+        self.instances.counters()
     }
 
     fn served_streams(&self) -> MutexGuard<'_, ServedStreams> {
@@ -127,11 +135,28 @@ impl App {
         self.served_streams().by_stream.get(key).cloned()
     }
 
+    /// Streams whose calls run here now, or whose answers are still being written.
+    pub fn running_calls(&self) -> usize {
+        let answering = self.answering.load(std::sync::atomic::Ordering::Relaxed);
+        self.served_streams().by_stream.len().max(answering)
+    }
+
+    /// Gives up every call running here (a drain's end): each unanswered request's `-32001`
+    /// is recorded, so that a reconnect on any process replays it at once; the calls stop.
+    /// How many streams had calls.
+    pub fn give_up_running_calls(&self) -> usize {
+        let running: Vec<Arc<Served>> = self.served_streams().by_stream.values().cloned().collect();
+        for served in &running {
+            served.give_up(self);
+        }
+        running.len()
+    }
+
     /// `notifications/cancelled`: the gate ends the request (a whole stream, or one request of
     /// a batch), also for a call another process runs (it learns at its next event); a call
     /// running here stops at once.
     pub(crate) fn cancel(&self, session: &str, request: &RequestId) {
-        let _ = self.gate().abort_request(session, request);
+        let _ = self.gate(Some(session)).abort_request(session, request);
         let served = self.served_streams().by_request.get(&(session.to_owned(), request.clone())).cloned();
         if let Some(served) = served {
             served.cancel(request);

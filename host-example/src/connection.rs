@@ -36,6 +36,9 @@ struct Ended {
 impl Drop for Ended {
     fn drop(&mut self) {
         self.app.attached.fetch_sub(1, Ordering::Relaxed);
+        if !self.served.requests.is_empty() {
+            self.app.answering.fetch_sub(1, Ordering::Relaxed);
+        }
         self.served.connection_ended(&self.app, self.attachment);
     }
 }
@@ -43,6 +46,9 @@ impl Drop for Ended {
 impl SseBody {
     pub fn new(rx: mpsc::Receiver<Bytes>, app: Arc<App>, served: Arc<Served>, attachment: u32) -> Self {
         app.attached.fetch_add(1, Ordering::Relaxed);
+        if !served.requests.is_empty() {
+            app.answering.fetch_add(1, Ordering::Relaxed);
+        }
         Self { rx, _ended: Ended { app, served, attachment } }
     }
 }

@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -47,7 +48,7 @@ async fn handle(
     };
     // The decision, and attaching its connection, in one hold of the gate: an event recorded
     // meanwhile is either in the replay or sent to the new connection, never both or neither.
-    let mut gate = app.gate();
+    let mut gate = app.gate(req.header_str(mcp_transport::http::SESSION_HEADER));
     let reply = app.server.handle(&mut **gate, &req, mint_session_id);
     if let Reply::Stream(stream) = reply {
         let (session, cancels) = (stream.session.clone(), stream.cancels.clone());
@@ -169,20 +170,15 @@ fn put_headers<'a>(resp: &mut Response, headers: impl IntoIterator<Item = (&'sta
 
 /// `GET /metrics` (see [`crate::metrics`]); `404` unless enabled, `503` when the store cannot
 /// answer.
-async fn metrics(State(app): State<Arc<App>>) -> Response {
+async fn metrics(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     if !app.metrics.load(Ordering::Relaxed) {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let (counters, memory_bytes) = {
-        let mut gate = app.gate();
-        (gate.counters(), gate.memory_bytes())
-    };
-    let counters = match counters {
-        Ok(c) => c,
-        Err(e) => {
-            return (StatusCode::SERVICE_UNAVAILABLE, format!("the gate's counters: {e}\n")).into_response();
-        }
-    };
+    let header = |name| headers.get(name).map(|v| v.to_str().unwrap_or("\u{0}"));
+    if !app.settings.allowed_hosts.admits(header("host"), header("origin")) {
+        return (StatusCode::FORBIDDEN, "Forbidden: Host or Origin not allowed\n").into_response();
+    }
+    let (counters, memory_bytes) = (app.counters(), app.gate_memory_bytes());
     let snapshot = crate::metrics::Snapshot {
         counters,
         requests: app.requests.load(Ordering::Relaxed),
@@ -206,9 +202,35 @@ pub fn router(app: Arc<App>) -> axum::Router {
         .with_state(app)
 }
 
-/// Serves `/mcp` on `addr` until the process is stopped.
-pub async fn serve(app: Arc<App>, addr: SocketAddr) -> anyhow::Result<()> {
-    serve_on(app, tokio::net::TcpListener::bind(addr).await?, Tcp::NoDelay).await
+/// Serves `/mcp` on `addr` until SIGTERM or SIGINT, then drains (see [`drain`]).
+pub async fn serve(app: Arc<App>, addr: SocketAddr, drain_for: Duration) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    tokio::select! {
+        served = serve_on(Arc::clone(&app), listener, Tcp::NoDelay) => served,
+        _ = terminate.recv() => drain(&app, drain_for).await,
+        _ = tokio::signal::ctrl_c() => drain(&app, drain_for).await,
+    }
+}
+
+/// A deploy stops the process: the listener is closed already (no new connection is
+/// accepted); the calls running here get up to `drain_for` to finish, and those still running
+/// then are given up in the gate (their clients' reconnects, on any process, get `-32001` at
+/// once instead of after the lease).
+pub async fn drain(app: &Arc<App>, drain_for: Duration) -> anyhow::Result<()> {
+    let running = app.running_calls();
+    tracing::info!(
+        running,
+        drain_ms = drain_for.as_millis() as u64,
+        "stopping: draining the calls running here"
+    );
+    let deadline = tokio::time::Instant::now() + drain_for;
+    while app.running_calls() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let given_up = app.give_up_running_calls();
+    tracing::info!(given_up, "stopped");
+    Ok(())
 }
 
 /// Serves `/mcp` on a listener the caller bound (tests bind port 0, and measure `Tcp::Nagle`).

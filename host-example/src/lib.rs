@@ -9,8 +9,10 @@
 //!
 //! # Layout
 //!
-//! - [`app`]: the server's state: the gate behind one lock, the transport, the journal, the
-//!   streams whose calls run here;
+//! - [`app`]: the server's state: the gate instances, the transport, the journal, the streams
+//!   whose calls run here;
+//! - [`instances`]: one gate instance, or a pool over a shared store, and the session locks: no
+//!   call waits for another session's store round trip;
 //! - [`http`]: the axum handler, the router, serving a listener;
 //! - [`serving`]: tokio tasks and timers for an SSE response's `Exchange`;
 //! - [`connection`]: one SSE response body;
@@ -21,9 +23,11 @@
 pub mod app;
 pub mod connection;
 pub mod http;
+pub mod instances;
 pub mod journal;
 pub mod metrics;
 pub mod serving;
 
 pub use app::{App, Settings};
+pub use instances::Instances;
 pub use journal::Journal;

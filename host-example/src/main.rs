@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use gate_host::kv_world::{self, KvWorld};
 use gate_host::memory::{self, MemoryWorld};
 use gate_host::supervised::{DEFAULT_MEMORY_LIMIT, KvMaker, MemoryMaker, Supervised};
-use host_example::{App, Journal, Settings};
+use host_example::{App, Instances, Journal, Settings};
 use mcp_transport::gate::GateApi;
 use mcp_transport::hosts::AllowedHosts;
 
@@ -64,11 +64,10 @@ struct ServeArgs {
     /// on the same port. Off by default: anyone who reaches the port could read them.
     #[arg(long, env = "RESUME_GATE_METRICS")]
     metrics: bool,
-    /// Where the gate's state lives: `memory` (in the component instance, the default) or
-    /// `redis://HOST:PORT[/DB]` (a Redis or Valkey server that any number of host-example and
-    /// edge-host processes share; the `append` journal moves there too).
-    #[arg(long, env = "RESUME_GATE_STORE", default_value = "memory")]
-    store: String,
+    /// `--store` (in the component instance by default, or Redis: the `append` journal
+    /// moves there too) and how the store is reached.
+    #[command(flatten)]
+    store: gate_host::store_args::StoreArgs,
     /// How long a running call's process holds its stream without an event or heartbeat, in
     /// milliseconds (with `--store`: a resume on another process gets the call's error this
     /// long after its process died); default 10000.
@@ -83,6 +82,10 @@ struct ServeArgs {
     #[arg(long, env = "RESUME_GATE_MAX_BATCH", default_value_t = mcp_transport::server::DEFAULT_MAX_BATCH as u64,
           value_parser = clap::value_parser!(u64).range(1..=resume_gate::MAX_BATCH_REQUESTS as u64))]
     max_batch: u64,
+    /// On SIGTERM (a deploy): how long the calls running here may take to finish, in ms, before
+    /// they are given up (their clients' reconnects then get `-32001` at once, on any process).
+    #[arg(long, env = "RESUME_GATE_DRAIN_MS", default_value_t = 10_000)]
+    drain_ms: u64,
     /// With `--store`: every this many seconds, a pass that collects what processes killed
     /// mid-call left in the store (`collect-garbage`); 0: never (another process does it).
     #[arg(long, env = "RESUME_GATE_COLLECT_EVERY", default_value_t = 60)]
@@ -123,37 +126,46 @@ fn serve(args: ServeArgs) -> Result<()> {
     let mut collector = None;
     let mut settings = Settings::new(hosts, config.clone());
     settings.max_batch = args.max_batch as usize;
-    let app = match args.store.as_str() {
-        "memory" => {
+    let app = match args.store.open()? {
+        None => {
             let pre = memory::prepare(&wasmtime::Engine::default(), gate_host::GATE_MEMORY_WASM)?;
             let mut gate =
                 Supervised::<MemoryWorld>::new(MemoryMaker { pre, memory_limit: DEFAULT_MEMORY_LIMIT })?;
             gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
-            App::new(Box::new(gate), Journal::open(args.journal)?, settings)
+            App::new(Instances::single(Box::new(gate)), Journal::open(args.journal)?, settings)
         }
-        url if url.starts_with("redis://") => {
-            let kv: gate_host::keyvalue::SharedKv =
-                resume_gate_redis::RedisKv::connect(url).map_err(|e| anyhow!("--store: {}", e.0))?.into();
+        Some(redis) => {
+            let kv: gate_host::keyvalue::SharedKv = redis.into();
             let pre = kv_world::prepare(&wasmtime::Engine::default())?;
-            let mut gate = Supervised::<KvWorld>::new(KvMaker { pre, kv: kv.clone() })?;
-            gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
+            let maker = KvMaker { pre, kv: kv.clone() };
+            let make = {
+                let (maker, config) = (maker.clone(), config.clone());
+                move || -> Result<host_example::instances::Instance> {
+                    let mut gate = Supervised::<KvWorld>::new(maker.clone())?;
+                    gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
+                    Ok(Box::new(gate))
+                }
+            };
+            let first = make()?;
             if args.collect_every > 0 {
                 let every = std::time::Duration::from_secs(args.collect_every);
                 collector = Some(gate_host::collector::Collector::spawn(kv.clone(), every, config.clone())?);
             }
-            tracing::info!("state in {url}, shared with every process that uses it");
             settings.shared = true;
-            App::new(Box::new(gate), Journal::in_store(kv), settings)
+            App::new(Instances::pool(first, Box::new(make)), Journal::in_store(kv), settings)
         }
-        other => bail!("--store: `memory` or `redis://HOST:PORT`, not `{other}`"),
     };
     if args.metrics {
         app.enable_metrics();
     }
     let runtime = tokio::runtime::Runtime::new()?;
-    let served =
-        runtime.block_on(host_example::http::serve(app, std::net::SocketAddr::new(args.bind, args.port)));
+    let served = runtime.block_on(host_example::http::serve(
+        app,
+        std::net::SocketAddr::new(args.bind, args.port),
+        std::time::Duration::from_millis(args.drain_ms),
+    ));
     drop(collector);
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
     served
 }
 

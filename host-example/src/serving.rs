@@ -66,7 +66,7 @@ impl Served {
     /// Runs `f` on the exchange with the gate (locked in that order) and moves what it queued
     /// to the connection.
     fn step<T>(&self, app: &App, f: impl FnOnce(&mut Exchange, &mut dyn GateApi) -> T) -> T {
-        let mut gate = app.gate();
+        let mut gate = app.gate(Some(&self.key.0));
         let mut exchange = self.exchange();
         let r = f(&mut exchange, &mut **gate);
         // Recorded and handed to the connection in one hold of the gate (see `http`).
@@ -106,6 +106,13 @@ impl Served {
                 exchange.handle_closed(gate);
             }
         });
+    }
+
+    /// The process stops before the stream's calls end: the exchange records their `-32001`
+    /// and stops them; a waiting tool wakes.
+    pub fn give_up(&self, app: &App) {
+        self.step(app, |exchange, gate| exchange.handle_shutdown(gate));
+        self.wake.notify_waiters();
     }
 
     /// `notifications/cancelled` for one of its requests: the exchange stops that call.

@@ -22,6 +22,8 @@
 //!      [`Exchange::handle_timeout`].
 //! 3. [`Exchange::handle_closed`] when the client goes away; the stream's calls go on
 //!    (store-first: a resuming client gets their events), only nothing is written any more.
+//! 4. [`Exchange::handle_shutdown`] when the host stops before the calls end (a drain ran
+//!    out): their `-32001` is recorded for a resume elsewhere, and the calls stop.
 //!
 //! A host whose process records a stream's events for another of its connections (a resume
 //! that took a running call's stream over in the same process) moves the call's frames there
@@ -33,6 +35,7 @@ use resume_gate::{GateError, Millis, RequestId, Seq};
 
 use crate::calls::PendingCall;
 use crate::gate::GateApi;
+use crate::jsonrpc;
 use crate::reply::Stream;
 use crate::sse;
 
@@ -281,6 +284,35 @@ impl Exchange {
     pub fn handle_cancel(&mut self, id: &RequestId) {
         if let Some(calls) = self.calls.as_mut() {
             calls.cancel(std::slice::from_ref(id));
+        }
+    }
+
+    /// The host is stopping (a drain ran out): every request not answered yet gets `-32001`,
+    /// recorded — the last one as the stream's terminal event — so that a resume on any
+    /// process replays it at once instead of waiting for the lease; the calls stop.
+    pub fn handle_shutdown(&mut self, gate: &mut (impl GateApi + ?Sized)) {
+        let Some(calls) = self.calls.as_mut() else { return };
+        if calls.over {
+            return;
+        }
+        let current = calls.current.take().flatten();
+        let unanswered: Vec<RequestId> = current
+            .into_iter()
+            .chain(calls.queue.iter().filter_map(PendingCall::id).cloned())
+            .filter(|id| !calls.cancelled.contains(id))
+            .collect();
+        calls.queue.clear();
+        calls.next_beat = None;
+        if unanswered.is_empty() {
+            self.record(gate, "", true);
+        }
+        for (i, id) in unanswered.iter().enumerate() {
+            if !self.record(gate, &jsonrpc::result_lost(id), i + 1 == unanswered.len()) {
+                break;
+            }
+        }
+        if let Some(calls) = self.calls.as_mut() {
+            calls.over = true;
         }
     }
 

@@ -89,6 +89,12 @@ impl AllowedHosts {
         let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
         self.allows(authority)
     }
+
+    /// Whether a request with these `Host` and `Origin` headers (absent: `None`) may be
+    /// answered: every path a server serves (`/mcp`, `/metrics`) asks this.
+    pub fn admits(&self, host: Option<&str>, origin: Option<&str>) -> bool {
+        host.is_none_or(|h| self.allows(h)) && origin.is_none_or(|o| self.allows_origin(o))
+    }
 }
 
 impl Entry {

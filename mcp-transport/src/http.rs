@@ -19,7 +19,7 @@ impl HttpRequest {
         self.headers.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_slice())
     }
 
-    pub(crate) fn header_str(&self, name: &str) -> Option<&str> {
+    pub fn header_str(&self, name: &str) -> Option<&str> {
         self.header(name).and_then(|v| std::str::from_utf8(v).ok()).map(str::trim)
     }
 }

@@ -18,19 +18,50 @@
 //! caller on a worker of a multi-threaded tokio runtime waits inside `block_in_place`, so that
 //! thread's other tasks move on. A connection that fails is dropped and the next call opens a
 //! new one, so service resumes by itself after Redis restarts; a call that gets no answer
-//! within [`CALL_TIMEOUT`] fails with a store error (the hosts answer `503`).
+//! within [`Options::timeout`] fails with a store error (the hosts answer `503`).
+//!
+//! What an operator sets ([`Options`]): the timeout, a prefix that namespaces every key (two
+//! deployments on one database never meet, and a `SCAN` covers only its own), an expiry on
+//! every key a session owns (renewed whenever it is written, so what an idle session or a
+//! vanished deployment left behind goes by itself), and for `rediss://` the roots to trust.
+//! The URL's password is printed nowhere ([`StoreUrl`]).
+
+mod url;
+
+pub use url::StoreUrl;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use redis::{Commands, Connection, ConnectionLike, RedisResult, Script};
+use redis::{Commands, Connection, ConnectionLike, IntoConnectionInfo, RedisResult, Script};
 use resume_gate::StoreError;
-use resume_gate::kv::Kv;
+use resume_gate::kv::{Kv, outlives_sessions};
 use tokio::runtime::{Handle, RuntimeFlavor};
 
-/// How long one call may wait for Redis before it fails.
+/// How long one call may wait for Redis before it fails, by default.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How a host uses the store: set by the operator (`--store-timeout-ms`, `--store-prefix`,
+/// `--session-idle-ms`, `--store-ca`).
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// How long one command may wait for its answer (and a connection for its handshake).
+    pub timeout: Duration,
+    /// Every key is `{prefix}:{key}`; empty: keys as the gate names them.
+    pub prefix: String,
+    /// Every key a session owns, and every journal line, expires this long after it was last
+    /// written; `None`: never. The few global counters never expire.
+    pub ttl: Option<Duration>,
+    /// PEM roots a `rediss://` server's certificate must chain to, instead of the system's.
+    pub ca: Option<Vec<u8>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { timeout: CALL_TIMEOUT, prefix: String::new(), ttl: None, ca: None }
+    }
+}
 
 /// Idle connections the pool keeps; more callers at once open more, and those beyond this are
 /// closed when their call ends.
@@ -45,13 +76,18 @@ if current == false then
 elseif redis.sha1hex(current) ~= ARGV[1] then
   return 0
 end
-redis.call('SET', KEYS[1], ARGV[2])
+if ARGV[3] == '0' then
+  redis.call('SET', KEYS[1], ARGV[2])
+else
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
 return 1
 ";
 
 /// Appends a line once per request, atomically: `KEYS[1]` the line counter, `KEYS[2]` the
 /// request's key, `KEYS[3]` the prefix of the lines' keys (all under one hash tag); `ARGV[1]`
-/// the line, `ARGV[2]` the most lines kept. Returns the line's number, the one the request got
+/// the line, `ARGV[2]` the most lines kept, `ARGV[3]` the expiry in ms (`0`: none) of the
+/// line and the request's key, which the counter's renews (it goes with the last line). Returns the line's number, the one the request got
 /// before if it ran already, or 0 when the journal is full.
 const APPEND_ONCE: &str = r"
 local done = redis.call('GET', KEYS[2])
@@ -61,8 +97,14 @@ if n > tonumber(ARGV[2]) then
   redis.call('DECR', KEYS[1])
   return 0
 end
-redis.call('SET', KEYS[3] .. string.format('%06d', n), ARGV[1])
-redis.call('SET', KEYS[2], n)
+if ARGV[3] == '0' then
+  redis.call('SET', KEYS[3] .. string.format('%06d', n), ARGV[1])
+  redis.call('SET', KEYS[2], n)
+else
+  redis.call('SET', KEYS[3] .. string.format('%06d', n), ARGV[1], 'PX', ARGV[3])
+  redis.call('SET', KEYS[2], n, 'PX', ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
 return n
 ";
 
@@ -84,7 +126,10 @@ pub struct RedisKv {
 
 struct Shared {
     client: redis::Client,
-    url: String,
+    url: StoreUrl,
+    timeout: Duration,
+    /// Expiry in milliseconds; 0: none.
+    ttl_ms: u64,
     idle: Mutex<Vec<Connection>>,
     swap: Script,
     append_once: Script,
@@ -94,25 +139,54 @@ struct Shared {
 /// What `watch` read, for `swap`: the key and the SHA-1 of its value (`None`: absent).
 pub struct Watched {
     key: String,
+    ttl_ms: u64,
     digest: Option<String>,
 }
 
 impl RedisKv {
-    /// Connects to `url` (`redis://HOST:PORT[/DB]`); fails if the server does not answer.
+    /// Connects to `url` (`redis://HOST:PORT[/DB]`) with the default options; fails if the
+    /// server does not answer.
     pub fn connect(url: &str) -> Result<Self, StoreError> {
-        let client = redis::Client::open(url).map_err(|e| error(url, e))?;
+        Self::open_with(&StoreUrl::parse(url)?, &Options::default())
+    }
+
+    /// Connects to `url` as `options` say; fails (naming the URL without its password) if the
+    /// server does not answer or refuses the credentials.
+    pub fn open_with(url: &StoreUrl, options: &Options) -> Result<Self, StoreError> {
+        // No `CLIENT SETINFO` on connecting: a connection opened while the server stalls then
+        // waits for nothing but its first command, within one timeout.
+        let info = url.secret().into_connection_info().map_err(|e| error(url, &e))?;
+        let info = info.clone().set_redis_settings(info.redis_settings().clone().set_skip_set_lib_name());
+        let client = if url.is_tls() {
+            // The process's TLS provider, unless the host chose one already.
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let roots = redis::TlsCertificates { client_tls: None, root_cert: options.ca.clone() };
+            redis::Client::build_with_tls(info, roots)
+        } else {
+            redis::Client::open(info)
+        };
+        let client = client.map_err(|e| error(url, &e))?;
+        let ttl_ms = options.ttl.map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1));
         let shared = Shared {
             client,
-            url: url.to_owned(),
+            url: url.clone(),
+            timeout: options.timeout.max(Duration::from_millis(1)),
+            ttl_ms,
             idle: Mutex::new(Vec::new()),
             swap: Script::new(COMPARE_AND_SWAP),
             append_once: Script::new(APPEND_ONCE),
             calls: AtomicU64::new(0),
         };
-        let kv = Self { shared: Arc::new(shared), prefix: Arc::from("") };
+        let prefix = if options.prefix.is_empty() { String::new() } else { format!("{}:", options.prefix) };
+        let kv = Self { shared: Arc::new(shared), prefix: Arc::from(prefix) };
         let first = kv.open()?;
         kv.idle().push(first);
         Ok(kv)
+    }
+
+    /// The store's URL, as it may be shown.
+    pub fn url(&self) -> &StoreUrl {
+        &self.shared.url
     }
 
     /// The same database with every key under `prefix` (tests share one server this way).
@@ -154,7 +228,14 @@ impl RedisKv {
         let mut sent = false;
         let n: Result<u64, StoreError> = self.run(|conn| {
             sent = true;
-            script.key(&keys[0]).key(&keys[1]).key(&keys[2]).arg(line).arg(max).invoke(conn)
+            script
+                .key(&keys[0])
+                .key(&keys[1])
+                .key(&keys[2])
+                .arg(line)
+                .arg(max)
+                .arg(self.shared.ttl_ms)
+                .invoke(conn)
         });
         match n {
             Ok(0) => Ok(None),
@@ -172,11 +253,16 @@ impl RedisKv {
         self.shared.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The expiry, in ms, a write of `key` sets (0: none).
+    fn ttl_for(&self, key: &str) -> u64 {
+        if outlives_sessions(key) { 0 } else { self.shared.ttl_ms }
+    }
+
     fn open(&self) -> Result<Connection, StoreError> {
-        let url = &self.shared.url;
-        let conn = self.shared.client.get_connection_with_timeout(CALL_TIMEOUT).map_err(|e| error(url, e))?;
-        conn.set_read_timeout(Some(CALL_TIMEOUT)).map_err(|e| error(url, e))?;
-        conn.set_write_timeout(Some(CALL_TIMEOUT)).map_err(|e| error(url, e))?;
+        let (url, timeout) = (&self.shared.url, self.shared.timeout);
+        let conn = self.shared.client.get_connection_with_timeout(timeout).map_err(|e| error(url, &e))?;
+        conn.set_read_timeout(Some(timeout)).map_err(|e| error(url, &e))?;
+        conn.set_write_timeout(Some(timeout)).map_err(|e| error(url, &e))?;
         Ok(conn)
     }
 
@@ -185,12 +271,26 @@ impl RedisKv {
     fn run<T>(&self, call: impl FnOnce(&mut Connection) -> RedisResult<T>) -> Result<T, StoreError> {
         self.shared.calls.fetch_add(1, Ordering::Relaxed);
         let blocking = || {
+            let started = std::time::Instant::now();
             let pooled = self.idle().pop();
+            let fresh = pooled.is_none();
             let mut conn = match pooled {
                 Some(conn) => conn,
                 None => self.open()?,
             };
+            if fresh {
+                // One timeout for the whole call: what opening the connection took is spent.
+                let left =
+                    self.shared.timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
+                let url = &self.shared.url;
+                conn.set_read_timeout(Some(left)).map_err(|e| error(url, &e))?;
+                conn.set_write_timeout(Some(left)).map_err(|e| error(url, &e))?;
+            }
             let answer = call(&mut conn);
+            if fresh && answer.is_ok() {
+                let _ = conn.set_read_timeout(Some(self.shared.timeout));
+                let _ = conn.set_write_timeout(Some(self.shared.timeout));
+            }
             let broken = answer.as_ref().is_err_and(|e| e.is_unrecoverable_error() || e.is_timeout());
             if !broken && conn.is_open() {
                 let mut idle = self.idle();
@@ -198,7 +298,7 @@ impl RedisKv {
                     idle.push(conn);
                 }
             }
-            answer.map_err(|e| StoreError(format!("redis: {e}")))
+            answer.map_err(|e| error(&self.shared.url, &e))
         };
         match Handle::try_current() {
             Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
@@ -218,8 +318,12 @@ impl Kv for RedisKv {
     }
 
     fn set(&mut self, key: &str, value: &[u8]) -> Result<(), StoreError> {
+        let ttl = self.ttl_for(key);
         let key = self.key(key);
-        self.run(|conn| conn.set(key, value))
+        match ttl {
+            0 => self.run(|conn| conn.set(key, value)),
+            ms => self.run(|conn| conn.pset_ex(key, value, ms)),
+        }
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StoreError> {
@@ -227,15 +331,24 @@ impl Kv for RedisKv {
         self.run(|conn| conn.del(key))
     }
 
+    /// `INCRBY`, and with an expiry `PEXPIRE` in the same round trip.
     fn increment(&mut self, key: &str, delta: i64) -> Result<i64, StoreError> {
+        let ttl = self.ttl_for(key);
         let key = self.key(key);
-        self.run(|conn| conn.incr(key, delta))
+        match ttl {
+            0 => self.run(|conn| conn.incr(key, delta)),
+            ms => self.run(|conn| {
+                let (n,): (i64,) =
+                    redis::pipe().incr(&key, delta).pexpire(&key, ms as i64).ignore().query(conn)?;
+                Ok(n)
+            }),
+        }
     }
 
     fn watch(&mut self, key: &str) -> Result<(Option<Vec<u8>>, Watched), StoreError> {
         let value = self.get(key)?;
         let digest = value.as_deref().map(|v| sha1_smol::Sha1::from(v).digest().to_string());
-        Ok((value, Watched { key: self.key(key), digest }))
+        Ok((value, Watched { key: self.key(key), ttl_ms: self.ttl_for(key), digest }))
     }
 
     /// A `SCAN` step under this handle's prefix: Redis's cursor is the page cursor (`0`: done).
@@ -254,14 +367,20 @@ impl Kv for RedisKv {
     fn swap(&mut self, watched: Watched, value: &[u8]) -> Result<bool, StoreError> {
         let script = &self.shared.swap;
         let wrote: i64 = self.run(|conn| {
-            script.key(watched.key).arg(watched.digest.unwrap_or_default()).arg(value).invoke(conn)
+            script
+                .key(watched.key)
+                .arg(watched.digest.unwrap_or_default())
+                .arg(value)
+                .arg(watched.ttl_ms)
+                .invoke(conn)
         })?;
         Ok(wrote == 1)
     }
 }
 
-fn error(url: &str, e: redis::RedisError) -> StoreError {
-    StoreError(format!("{url}: {e}"))
+/// A store error that names the store without its password, whatever the client wrote.
+fn error(url: &StoreUrl, e: &redis::RedisError) -> StoreError {
+    StoreError(url.scrub(&format!("redis at {url}: {e}")))
 }
 
 /// `prefix` as a `SCAN MATCH` pattern that matches it literally.

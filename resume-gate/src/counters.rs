@@ -32,4 +32,24 @@ impl Counters {
     pub fn fresh_for(&self, reason: StaleReason) -> u64 {
         self.fresh[reason.index()]
     }
+
+    /// Adds another instance's counts (a host with several instances over one shared store);
+    /// the session gauge is the larger of the two sightings of the one shared count.
+    pub fn merge(&mut self, other: &Counters) {
+        self.sessions = self.sessions.max(other.sessions);
+        for (mine, theirs) in [
+            (&mut self.events_emitted, other.events_emitted),
+            (&mut self.resumes, other.resumes),
+            (&mut self.events_replayed, other.events_replayed),
+            (&mut self.evicted_events, other.evicted_events),
+            (&mut self.expired_streams, other.expired_streams),
+            (&mut self.reclaimed_sessions, other.reclaimed_sessions),
+            (&mut self.errors, other.errors),
+        ] {
+            *mine = mine.saturating_add(theirs);
+        }
+        for reason in StaleReason::ALL {
+            self.add_fresh(*reason, other.fresh_for(*reason));
+        }
+    }
 }

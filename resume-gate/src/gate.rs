@@ -97,9 +97,11 @@ impl<S: Store> Gate<S> {
         &self.store
     }
 
+    /// What this gate counted; never a store call, so a host can report it while its store
+    /// stalls (a shared store's session count is the one this instance saw last).
     pub fn counters(&mut self) -> Result<Counters, GateError> {
         let mut c = self.counters.clone();
-        c.sessions = self.store.session_count()?;
+        c.sessions = self.store.sessions_seen();
         Ok(c)
     }
 

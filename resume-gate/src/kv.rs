@@ -76,7 +76,9 @@ mod keys;
 mod memory;
 mod record;
 
-pub use keys::{KeyKind, claim_key, event_key, is_global_key, parse_key, session_key, stream_key};
+pub use keys::{
+    KeyKind, claim_key, event_key, is_global_key, outlives_sessions, parse_key, session_key, stream_key,
+};
 pub use memory::{MemoryKv, Semantics, Watched};
 pub use record::{is_record, read_record};
 
@@ -121,6 +123,8 @@ pub struct KvStore<K: Kv> {
     blocks: u64,
     /// How long streams keep their session, for admission (`Store::set_hold`).
     hold: Hold,
+    /// The session count as this instance last read or changed it (`Store::sessions_seen`).
+    sessions_seen: u64,
 }
 
 /// Streams whose numbering an instance remembers; another one starts a fresh block (a new
@@ -131,7 +135,15 @@ impl<K: Kv> KvStore<K> {
     /// `seed` should be random per instance: it names the instance as an events' writer and
     /// starts its write tokens, so two instances never pick the same key or token.
     pub fn new(kv: K, seed: u64) -> Self {
-        Self { kv, seed, writes: 0, numbering: Vec::new(), blocks: 0, hold: crate::Config::default().hold() }
+        Self {
+            kv,
+            seed,
+            writes: 0,
+            numbering: Vec::new(),
+            blocks: 0,
+            hold: crate::Config::default().hold(),
+            sessions_seen: 0,
+        }
     }
 
     /// A key for the data of this instance's next event on the stream: numbered on from its
@@ -293,7 +305,7 @@ impl<K: Kv> Store for KvStore<K> {
 
     fn create_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError> {
         self.kv.increment(SESSION_CHANGES, 1)?;
-        self.kv.increment(SESSION_COUNT, 1)?;
+        self.sessions_seen = u64::try_from(self.kv.increment(SESSION_COUNT, 1)?).unwrap_or(0);
         self.create(&session_key(&meta.id), meta)?;
         admission::enqueue(&mut self.kv, &meta.id)
     }
@@ -308,7 +320,7 @@ impl<K: Kv> Store for KvStore<K> {
         let Some(current) = self.bury::<SessionMeta>(&key)? else {
             return Ok(());
         };
-        self.kv.increment(SESSION_COUNT, -1)?;
+        self.sessions_seen = u64::try_from(self.kv.increment(SESSION_COUNT, -1)?).unwrap_or(0);
         for no in &current.streams {
             if let Some(stream) = self.bury::<StreamMeta>(&stream_key(&meta.id, *no))? {
                 self.drop_stream(&meta.id, &stream)?;
@@ -320,7 +332,12 @@ impl<K: Kv> Store for KvStore<K> {
     }
 
     fn session_count(&mut self) -> Result<u64, StoreError> {
-        Ok(u64::try_from(self.counter(SESSION_COUNT)?).unwrap_or(0))
+        self.sessions_seen = u64::try_from(self.counter(SESSION_COUNT)?).unwrap_or(0);
+        Ok(self.sessions_seen)
+    }
+
+    fn sessions_seen(&self) -> u64 {
+        self.sessions_seen
     }
 
     /// From the admission queue (see the module docs): the first of at most

@@ -50,6 +50,10 @@ pub trait Store {
     /// Removes the session, its counters and every stream it lists, with their events.
     fn remove_session(&mut self, meta: &SessionMeta) -> Result<(), StoreError>;
     fn session_count(&mut self) -> Result<u64, StoreError>;
+    /// Open sessions as this store last counted them, without asking anyone (for counters a
+    /// host reads while its store stalls): the memory store's own count; a shared store's as
+    /// this instance last read or changed it (0 before).
+    fn sessions_seen(&self) -> u64;
     /// How long streams keep their session (see [`StreamMeta::holds_until`]): the gate sets it
     /// from its configuration before any other call and on every `configure`.
     fn set_hold(&mut self, hold: Hold);

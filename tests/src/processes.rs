@@ -52,21 +52,26 @@ impl ServerProcess {
         Self::start(built_binary("host-example", "host-example"), &all)
     }
 
+    /// `package`'s binary (`host-example`, `edge-host`) with `args`, logging at `info` into
+    /// `log` instead of the test's stderr: for tests that read what an operator would.
+    pub fn logged(package: &str, args: &[&str], log: &std::path::Path) -> Self {
+        let mut cmd = Command::new(built_binary(package, package));
+        let file = std::fs::File::create(log).expect("create the log file");
+        cmd.args(args).env("RUST_LOG", "info").stderr(file);
+        Self::serve(cmd)
+    }
+
     fn start(binary: PathBuf, args: &[&str]) -> Self {
         let mut cmd = Command::new(binary);
-        cmd.args(args).env("RUST_LOG", "warn");
+        cmd.args(args).env("RUST_LOG", "warn").stderr(Stdio::inherit());
         Self::serve(cmd)
     }
 
     /// `cmd --port P` on a free loopback port, once it accepts connections.
     pub fn serve(mut cmd: Command) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
-        let child = cmd
-            .args(["--port", &port.to_string()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the host");
+        let child =
+            cmd.args(["--port", &port.to_string()]).stdout(Stdio::null()).spawn().expect("start the host");
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let deadline = Instant::now() + Duration::from_secs(60);
         while TcpStream::connect(addr).is_err() {
@@ -74,6 +79,26 @@ impl ServerProcess {
             std::thread::sleep(Duration::from_millis(20));
         }
         Self { child, addr }
+    }
+
+    /// SIGTERM, as a deploy stops a process.
+    pub fn terminate(&self) {
+        let ok = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("kill");
+        assert!(ok.success());
+    }
+
+    /// Waits for the process to exit, up to `within`; its exit status.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// SIGKILL: no cleanup runs, as when a machine or a container dies.

@@ -21,6 +21,8 @@ pub struct RedisServer {
     port: u16,
     dir: tempfile::TempDir,
     persistent: bool,
+    /// `requirepass`, and an ACL user `app` with the same password.
+    password: Option<String>,
 }
 
 impl RedisServer {
@@ -43,6 +45,17 @@ impl RedisServer {
         Self::start_at(port, true)
     }
 
+    /// A server that asks every client for `password` (`requirepass`), and that also knows
+    /// the ACL user `app` with that password.
+    pub fn start_with_password(password: &str) -> Self {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let dir = tempfile::tempdir().expect("a data directory");
+        let mut server =
+            Self { child: None, port, dir, persistent: true, password: Some(password.to_owned()) };
+        server.spawn();
+        server
+    }
+
     fn start_with(persistent: bool) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
         Self::start_at(port, persistent)
@@ -50,7 +63,7 @@ impl RedisServer {
 
     fn start_at(port: u16, persistent: bool) -> Self {
         let dir = tempfile::tempdir().expect("a data directory");
-        let mut server = Self { child: None, port, dir, persistent };
+        let mut server = Self { child: None, port, dir, persistent, password: None };
         server.spawn();
         server
     }
@@ -60,9 +73,54 @@ impl RedisServer {
         std::net::SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 
-    /// `redis://127.0.0.1:PORT`.
+    /// `redis://127.0.0.1:PORT` (`redis://:PASSWORD@…` when it has one).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        match &self.password {
+            Some(pw) => format!("redis://:{pw}@127.0.0.1:{}", self.port),
+            None => format!("redis://127.0.0.1:{}", self.port),
+        }
+    }
+
+    /// The ACL user `app`'s URL: `redis://app:PASSWORD@127.0.0.1:PORT`.
+    pub fn acl_url(&self) -> String {
+        let pw = self.password.as_deref().expect("a server started with a password");
+        format!("redis://app:{pw}@127.0.0.1:{}", self.port)
+    }
+
+    /// A plain client connection (for what the gate's store does not offer: `PTTL`, `KEYS`).
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url()).and_then(|c| c.get_connection()).expect("connect to the test server")
+    }
+
+    /// SIGSTOP or SIGCONT: the server stalls, as a paused VM or a long fork would, and goes on.
+    pub fn pause(&self, paused: bool) {
+        // Asked before it stops: a stopped server answers nothing.
+        static PAUSED: std::sync::Mutex<Vec<(u16, u32)>> = std::sync::Mutex::new(Vec::new());
+        let mut stopped = PAUSED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let pid = match stopped.iter().position(|(port, _)| *port == self.port) {
+            Some(i) if !paused => stopped.swap_remove(i).1,
+            Some(i) => stopped[i].1,
+            None => {
+                let pid = self.server_pid();
+                if paused {
+                    stopped.push((self.port, pid));
+                }
+                pid
+            }
+        };
+        let signal = if paused { "-STOP" } else { "-CONT" };
+        let ok = Command::new("kill").args([signal, &pid.to_string()]).status().expect("kill");
+        assert!(ok.success(), "kill {signal} {pid}");
+    }
+
+    /// The server's own pid (it runs under a shell that stops it with the test).
+    fn server_pid(&self) -> u32 {
+        let mut conn = self.connection();
+        let info: String = redis::cmd("INFO").arg("server").query(&mut conn).expect("INFO server");
+        info.lines()
+            .find_map(|l| l.strip_prefix("process_id:"))
+            .and_then(|p| p.trim().parse().ok())
+            .expect("INFO names the process id")
     }
 
     /// A client of this server whose keys all start with `prefix`.
@@ -105,6 +163,10 @@ impl RedisServer {
                 ["--appendonly", "no", "--appendfsync", "no"]
             })
             .args(["--protected-mode", "no"])
+            .args(match &self.password {
+                Some(pw) => vec!["--requirepass".to_owned(), pw.clone()],
+                None => Vec::new(),
+            })
             .arg("--dir")
             .arg(self.dir.path())
             .arg("--logfile")
@@ -119,6 +181,12 @@ impl RedisServer {
         while RedisKv::connect(&self.url()).is_err() {
             assert!(Instant::now() < deadline, "the Redis server on port {} never answered", self.port);
             std::thread::sleep(Duration::from_millis(20));
+        }
+        if let Some(pw) = &self.password {
+            let acl = redis::cmd("ACL")
+                .arg(&["SETUSER", "app", "on", &format!(">{pw}"), "~*", "&*", "+@all"])
+                .clone();
+            let _: () = acl.query(&mut self.connection()).expect("ACL SETUSER app");
         }
     }
 }

@@ -107,7 +107,8 @@ fn the_collecting_thread_removes_leftovers_while_a_host_serves() {
 #[test]
 fn edge_host_collect_garbage_cleans_a_store_it_shares_with_other_hosts() {
     let server = tests::redis::RedisServer::start_in_memory();
-    let mut kv: SharedKv = server.kv("").into();
+    // Under `rg:`, the prefix edge-host uses unless told otherwise (`--store-prefix`).
+    let mut kv: SharedKv = server.kv("rg:").into();
     let (stream, _) = live_session(&kv);
     let live = keys(&kv);
     leftovers(&mut kv, stream);

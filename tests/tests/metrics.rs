@@ -10,8 +10,14 @@ use tests::http::{Client, TestServer};
 
 /// `GET /metrics`: the status, the content type and the body.
 fn scrape(addr: SocketAddr) -> (u16, String, String) {
+    scrape_as(addr, &addr.to_string(), None)
+}
+
+/// `GET /metrics` with this `Host` and, if given, this `Origin`.
+fn scrape_as(addr: SocketAddr, host: &str, origin: Option<&str>) -> (u16, String, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
-    let head = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let origin = origin.map_or(String::new(), |o| format!("Origin: {o}\r\n"));
+    let head = format!("GET /metrics HTTP/1.1\r\nHost: {host}\r\n{origin}Connection: close\r\n\r\n");
     stream.write_all(head.as_bytes()).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut text = String::new();
@@ -73,4 +79,16 @@ fn metrics_are_off_by_default_then_count_requests_events_and_fresh_decisions_by_
             assert!(typed.contains(name), "{name} has no # TYPE line before it");
         }
     }
+}
+
+#[test]
+fn metrics_obey_the_same_host_and_origin_check_as_mcp() {
+    let srv = TestServer::host_example();
+    srv.app.as_ref().expect("host-example in process").enable_metrics();
+    assert_eq!(scrape(srv.addr).0, 200);
+    let (status, _, body) = scrape_as(srv.addr, "evil.example", None);
+    assert_eq!(status, 403, "{body}");
+    assert!(!body.contains("resume_gate_"), "{body}");
+    assert_eq!(scrape_as(srv.addr, &srv.addr.to_string(), Some("http://evil.example")).0, 403);
+    assert_eq!(scrape_as(srv.addr, &srv.addr.to_string(), Some(&format!("http://{}", srv.addr))).0, 200);
 }

@@ -80,6 +80,12 @@ pub fn claim_key(session: &str, id: &RequestId) -> String {
     format!("rg/{{{}}}/r/{id}", escape(session))
 }
 
+/// The global counters and records, which outlive every session: a store that expires what
+/// sessions leave never expires these (a counter that vanished would count from zero again).
+pub fn outlives_sessions(key: &str) -> bool {
+    [SESSION_COUNT, SESSION_CHANGES, COUNT_CHECK, QUEUE_TAIL, QUEUE_HEAD].contains(&key)
+}
+
 /// Every global key; all others belong to one session.
 pub fn is_global_key(key: &str) -> bool {
     [SESSION_COUNT, SESSION_CHANGES, COUNT_CHECK].contains(&key) || key.starts_with("rg/q/")

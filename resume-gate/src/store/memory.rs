@@ -391,6 +391,10 @@ impl Store for MemoryStore {
         Ok(self.sessions.len() as u64)
     }
 
+    fn sessions_seen(&self) -> u64 {
+        self.sessions.len() as u64
+    }
+
     fn set_hold(&mut self, hold: Hold) {
         self.hold = hold;
     }

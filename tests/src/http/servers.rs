@@ -14,7 +14,7 @@ use gate_host::kv_world::KvWorld;
 use gate_host::memory::MemoryWorld;
 pub use gate_host::net::Tcp;
 use gate_host::supervised::{DEFAULT_MEMORY_LIMIT, KvMaker, MemoryMaker, Supervised};
-use host_example::{App, Journal, Settings};
+use host_example::{App, Instances, Journal, Settings};
 use mcp_transport::gate::GateApi;
 use mcp_transport::hosts::{AllowedHosts, LOCALHOST};
 use resume_gate::kv::{MemoryKv, Semantics};
@@ -60,27 +60,29 @@ fn compiled_edge_app() -> Component {
 fn gated_app(journal: PathBuf, setup: &Setup) -> std::sync::Arc<App> {
     let maker = MemoryMaker { pre: prepared_memory(), memory_limit: DEFAULT_MEMORY_LIMIT };
     let gate = Supervised::<MemoryWorld>::new(maker).expect("instantiate the gate");
-    app_with(Box::new(gate), Journal::open(journal).expect("open the journal"), setup, false)
+    let mut gate: Box<dyn GateApi + Send> = Box::new(gate);
+    gate.configure(&setup.config()).expect("a valid configuration");
+    app_with(Instances::single(gate), Journal::open(journal).expect("open the journal"), setup, false)
 }
 
 /// host-example's app over `kv` (`--store`): world `gate-kv`, the journal in the store too.
 fn app_over(kv: resume_gate_redis::RedisKv, setup: &Setup) -> std::sync::Arc<App> {
     let kv: SharedKv = kv.into();
-    let gate = Supervised::<KvWorld>::new(KvMaker { pre: prepared_kv(), kv: kv.clone() })
-        .expect("instantiate gate-kv");
-    app_with(Box::new(gate), Journal::in_store(kv), setup, true)
+    let maker = KvMaker { pre: prepared_kv(), kv: kv.clone() };
+    let config = setup.config();
+    let make = move || -> anyhow::Result<host_example::instances::Instance> {
+        let mut gate = Supervised::<KvWorld>::new(maker.clone())?;
+        gate.configure(&config).map_err(|e| anyhow::anyhow!("{e}"))?;
+        Ok(Box::new(gate))
+    };
+    let first = make().expect("instantiate gate-kv");
+    app_with(Instances::pool(first, Box::new(make)), Journal::in_store(kv), setup, true)
 }
 
-fn app_with(
-    mut gate: Box<dyn GateApi + Send>,
-    journal: Journal,
-    setup: &Setup,
-    shared: bool,
-) -> std::sync::Arc<App> {
+fn app_with(instances: Instances, journal: Journal, setup: &Setup, shared: bool) -> std::sync::Arc<App> {
     let config = setup.config();
-    gate.configure(&config).expect("a valid configuration");
     let settings = Settings { max_batch: setup.max_batch(), shared, ..Settings::new(setup.hosts(), config) };
-    App::new(gate, journal, settings)
+    App::new(instances, journal, settings)
 }
 
 /// How a test server is set up, beyond its defaults.
@@ -198,11 +200,12 @@ impl TestServer {
 
     /// host-example over any `gate` (the benches' host without one, say), with a journal in a
     /// directory of its own.
-    pub fn host_example_over_gate(gate: Box<dyn GateApi + Send>) -> Self {
+    pub fn host_example_over_gate(mut gate: Box<dyn GateApi + Send>) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let journal = dir.path().join("journal.txt");
+        gate.configure(&Setup::default().config()).expect("a valid configuration");
         let app = app_with(
-            gate,
+            Instances::single(gate),
             Journal::open(journal.clone()).expect("open the journal"),
             &Setup::default(),
             false,
