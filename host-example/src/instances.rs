@@ -9,13 +9,13 @@
 //!
 //! What must stay one step — a reconnect's decision and attaching its connection, an event
 //! recorded and handed to the connection — concerns one session, so calls of one session still
-//! take turns: each holds its session's lock (one of [`SESSION_LOCKS`], by hash) before it
-//! takes an instance. Lock order: session, instance, then a served stream's own locks.
+//! take turns: each marks its session busy (waiting while another call of it is) before it
+//! takes an instance; calls of other sessions never wait for it. Order: session, instance,
+//! then a served stream's own locks.
 
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
+use std::collections::HashSet;
 use std::ops::{Deref, DerefMut};
-use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, TryLockError};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 
 use mcp_transport::gate::GateApi;
 use resume_gate::Counters;
@@ -25,8 +25,6 @@ pub type Instance = Box<dyn GateApi + Send>;
 /// Makes another instance of world `gate-kv`, configured.
 pub type MakeInstance = Box<dyn Fn() -> anyhow::Result<Instance> + Send + Sync>;
 
-/// Session locks (calls of sessions that share one take turns).
-pub const SESSION_LOCKS: usize = 256;
 /// Instances a pool makes at most; a call beyond waits for one to come back.
 pub const MAX_INSTANCES: usize = 64;
 
@@ -35,7 +33,9 @@ pub struct Instances {
     returned: Condvar,
     /// `None`: one instance (world `gate-memory`).
     more: Option<MakeInstance>,
-    sessions: Box<[Mutex<()>]>,
+    /// Sessions with a call holding an instance now: another call of one of them waits.
+    busy: Mutex<HashSet<String>>,
+    freed: Condvar,
 }
 
 struct Pool {
@@ -55,7 +55,7 @@ struct Slot {
 pub struct Held<'a> {
     owner: &'a Instances,
     slot: Option<Slot>,
-    _session: Option<MutexGuard<'a, ()>>,
+    session: Option<String>,
 }
 
 impl Instances {
@@ -79,7 +79,8 @@ impl Instances {
             idle: Mutex::new(pool),
             returned: Condvar::new(),
             more,
-            sessions: (0..SESSION_LOCKS).map(|_| Mutex::new(())).collect(),
+            busy: Mutex::new(HashSet::new()),
+            freed: Condvar::new(),
         }
     }
 
@@ -89,18 +90,21 @@ impl Instances {
     /// never stalls another request (`/metrics` while the store stalls, say).
     pub fn hold(&self, session: Option<&str>) -> Held<'_> {
         let session = session.map(|s| {
-            let m = &self.sessions[stripe(s)];
-            match m.try_lock() {
-                Ok(guard) => guard,
-                Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                Err(TryLockError::WouldBlock) => off_the_runtime(|| lock(m)),
+            if !lock(&self.busy).insert(s.to_owned()) {
+                off_the_runtime(|| {
+                    let mut busy = lock(&self.busy);
+                    while !busy.insert(s.to_owned()) {
+                        busy = self.freed.wait(busy).unwrap_or_else(PoisonError::into_inner);
+                    }
+                });
             }
+            s.to_owned()
         });
         let slot = match self.take(false) {
             Some(slot) => slot,
             None => off_the_runtime(|| self.take(true).expect("waits until an instance comes back")),
         };
-        Held { owner: self, slot: Some(slot), _session: session }
+        Held { owner: self, slot: Some(slot), session }
     }
 
     /// An idle instance, or a new one while the pool may grow; `None` if it would have to wait
@@ -179,13 +183,11 @@ impl Drop for Held<'_> {
             lock(&self.owner.idle).idle.push(slot);
             self.owner.returned.notify_one();
         }
+        if let Some(session) = self.session.take() {
+            lock(&self.owner.busy).remove(&session);
+            self.owner.freed.notify_all();
+        }
     }
-}
-
-fn stripe(session: &str) -> usize {
-    let mut h = DefaultHasher::new();
-    session.hash(&mut h);
-    (h.finish() % SESSION_LOCKS as u64) as usize
 }
 
 /// Runs `wait` where blocking is allowed: on a worker of a multi-threaded tokio runtime, the

@@ -11,7 +11,7 @@
 //!
 //! - [`app`]: the server's state: the gate instances, the transport, the journal, the streams
 //!   whose calls run here;
-//! - [`instances`]: one gate instance, or a pool over a shared store, and the session locks: no
+//! - [`instances`]: one gate instance, or a pool over a shared store, and who waits: no
 //!   call waits for another session's store round trip;
 //! - [`http`]: the axum handler, the router, serving a listener;
 //! - [`serving`]: tokio tasks and timers for an SSE response's `Exchange`;
