@@ -31,11 +31,29 @@ pub struct Settings {
     /// The state is shared with other processes (`--store`): a resume may arrive here for a
     /// call another process runs, and a cancel or take-over may come from one.
     pub shared: bool,
+    /// The store's wake-ups (Redis): followers wait for them instead of polling.
+    pub wakeups: Option<resume_gate_redis::Wakeups>,
 }
 
 impl Settings {
     pub fn new(allowed_hosts: AllowedHosts, config: resume_gate::Config) -> Self {
-        Self { allowed_hosts, max_batch: mcp_transport::server::DEFAULT_MAX_BATCH, config, shared: false }
+        Self {
+            allowed_hosts,
+            max_batch: mcp_transport::server::DEFAULT_MAX_BATCH,
+            config,
+            shared: false,
+            wakeups: None,
+        }
+    }
+
+    /// The state is in `kv`, shared with other processes (`--store`); with Redis, followers
+    /// wait for its wake-ups.
+    pub fn shared_over(self, kv: &gate_host::keyvalue::SharedKv) -> Self {
+        let wakeups = match kv {
+            gate_host::keyvalue::SharedKv::Redis(redis) => Some(resume_gate_redis::Wakeups::start(redis)),
+            gate_host::keyvalue::SharedKv::Memory(_) => None,
+        };
+        Self { shared: true, wakeups, ..self }
     }
 }
 

@@ -106,7 +106,10 @@ fn stream_response(app: &Arc<App>, stream: Stream) -> (Response, Then) {
     let key = (stream.session.clone(), stream.stream);
     let attachment = stream.attachment;
     let settings = &app.settings;
-    let timing = Timing { lease_ms: settings.config.lease_ms, ..Timing::default() };
+    let mut timing = Timing { lease_ms: settings.config.lease_ms, ..Timing::default() };
+    if settings.wakeups.is_some() {
+        timing.poll_ms = Timing::WOKEN_POLL_MS;
+    }
     let running_here = app.served_here(&key);
     let events = if settings.shared && running_here.is_none() { Events::Elsewhere } else { Events::Here };
     let options = Options { timing, shared: settings.shared, events };

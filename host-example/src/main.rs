@@ -151,7 +151,7 @@ fn serve(args: ServeArgs) -> Result<()> {
                 let every = std::time::Duration::from_secs(args.collect_every);
                 collector = Some(gate_host::collector::Collector::spawn(kv.clone(), every, config.clone())?);
             }
-            settings.shared = true;
+            let settings = settings.shared_over(&kv);
             App::new(Instances::pool(first, Box::new(make)), Journal::in_store(kv), settings)
         }
     };

@@ -142,16 +142,34 @@ pub fn run_calls(app: Arc<App>, served: Arc<Served>) {
     tokio::spawn(calls);
 }
 
-/// Follows a stream whose events another process records, polling as the exchange says, until
-/// it is finished (its terminal, its time, the client gone).
+/// Follows a stream whose events another process records until it is finished (its
+/// terminal, its time, the client gone): at once, then whenever the store wakes it, and at the
+/// exchange's poll times (every one without wake-ups, a safety net with them).
 pub async fn follow(app: Arc<App>, served: Arc<Served>) {
+    let (session, stream) = (&served.key.0, served.key.1);
+    let wakeup = app.settings.wakeups.as_ref().map(|w| w.watch(session, stream));
+    if wakeup.is_some() {
+        // Whatever was recorded between the resume's replay and the subscription.
+        served.step(&app, |exchange, gate| exchange.handle_wake(gate, now()));
+    }
     loop {
-        let Some(at) = served.exchange().poll_timeout() else { break };
-        sleep_until(at).await;
-        served.step(&app, |exchange, gate| exchange.handle_timeout(gate, now()));
         if served.sink().is_none() {
             break;
         }
+        let Some(at) = served.exchange().poll_timeout() else { break };
+        let woken = match &wakeup {
+            Some(w) => tokio::select! {
+                () = sleep_until(at) => false,
+                () = w.woken() => true,
+            },
+            None => {
+                sleep_until(at).await;
+                false
+            }
+        };
+        served.step(&app, |exchange, gate| {
+            if woken { exchange.handle_wake(gate, now()) } else { exchange.handle_timeout(gate, now()) }
+        });
     }
 }
 

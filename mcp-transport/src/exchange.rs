@@ -44,12 +44,19 @@ use crate::sse;
 pub struct Timing {
     /// The writer's lease (`lease-ms`): a waiting call renews it every third of this.
     pub lease_ms: u64,
-    /// How often a follower polls the store for events.
+    /// How often a follower polls the store for events; a host the store wakes
+    /// ([`Exchange::handle_wake`]) polls only as a safety net ([`Timing::WOKEN_POLL_MS`]).
     pub poll_ms: u64,
     /// How long a follower follows before it ends with a `retry` (SEP-1699).
     pub follow_ms: u64,
     /// The `retry` a follower ends with.
     pub retry_ms: u32,
+}
+
+impl Timing {
+    /// A woken follower's safety-net poll: twice in a default follow, in case a wake-up was
+    /// lost between two subscriptions.
+    pub const WOKEN_POLL_MS: u64 = 5_000;
 }
 
 impl Default for Timing {
@@ -325,6 +332,14 @@ impl Exchange {
             calls.next_beat = Some(beat);
             self.heartbeat(gate);
         } else if self.follow.as_ref().is_some_and(|f| f.next_poll.min(f.deadline) <= now) {
+            self.follow_step(gate, now);
+        }
+    }
+
+    /// The store says the followed stream changed (a host subscribed to its wake-ups): the
+    /// follower polls now instead of at its next poll.
+    pub fn handle_wake(&mut self, gate: &mut (impl GateApi + ?Sized), now: Millis) {
+        if self.follow.is_some() && !self.done && self.connected {
             self.follow_step(gate, now);
         }
     }

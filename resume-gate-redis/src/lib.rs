@@ -25,10 +25,17 @@
 //! every key a session owns (renewed whenever it is written, so what an idle session or a
 //! vanished deployment left behind goes by itself), and for `rediss://` the roots to trust.
 //! The URL's password is printed nowhere ([`StoreUrl`]).
+//!
+//! A follower (a GET or resume served by one process while another records the stream's
+//! events) does not poll: every swap of a stream head publishes on the stream's channel from
+//! inside its script (no extra round trip), and [`Wakeups`] — one subscribed connection per
+//! process — wakes the followers of that stream.
 
 mod url;
+mod wakeups;
 
 pub use url::StoreUrl;
+pub use wakeups::{Wakeup, Wakeups};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -36,7 +43,7 @@ use std::time::Duration;
 
 use redis::{Commands, Connection, ConnectionLike, IntoConnectionInfo, RedisResult, Script};
 use resume_gate::StoreError;
-use resume_gate::kv::{Kv, outlives_sessions};
+use resume_gate::kv::{KeyKind, Kv, outlives_sessions, parse_key};
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// How long one call may wait for Redis before it fails, by default.
@@ -68,7 +75,8 @@ impl Default for Options {
 const IDLE_KEPT: usize = 16;
 
 /// Writes `ARGV[2]` under `KEYS[1]` if the key holds a value whose SHA-1 is `ARGV[1]`, or is
-/// absent and `ARGV[1]` is empty; returns 1 when it wrote.
+/// absent and `ARGV[1]` is empty, with expiry `ARGV[3]` ms (`0`: none); returns 1 when it
+/// wrote, and then publishes on channel `ARGV[4]` unless it is empty (a stream head's wake-up).
 const COMPARE_AND_SWAP: &str = r"
 local current = redis.call('GET', KEYS[1])
 if current == false then
@@ -81,6 +89,7 @@ if ARGV[3] == '0' then
 else
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 end
+if ARGV[4] ~= '' then redis.call('PUBLISH', ARGV[4], '') end
 return 1
 ";
 
@@ -120,14 +129,14 @@ pub enum ScriptError {
 /// A handle on one Redis database; clones share the connection pool.
 #[derive(Clone)]
 pub struct RedisKv {
-    shared: Arc<Shared>,
-    prefix: Arc<str>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) prefix: Arc<str>,
 }
 
-struct Shared {
-    client: redis::Client,
+pub(crate) struct Shared {
+    pub(crate) client: redis::Client,
     url: StoreUrl,
-    timeout: Duration,
+    pub(crate) timeout: Duration,
     /// Expiry in milliseconds; 0: none.
     ttl_ms: u64,
     idle: Mutex<Vec<Connection>>,
@@ -141,6 +150,8 @@ pub struct Watched {
     key: String,
     ttl_ms: u64,
     digest: Option<String>,
+    /// Where a successful swap announces itself: a stream head's wake-up channel, or empty.
+    channel: String,
 }
 
 impl RedisKv {
@@ -348,7 +359,11 @@ impl Kv for RedisKv {
     fn watch(&mut self, key: &str) -> Result<(Option<Vec<u8>>, Watched), StoreError> {
         let value = self.get(key)?;
         let digest = value.as_deref().map(|v| sha1_smol::Sha1::from(v).digest().to_string());
-        Ok((value, Watched { key: self.key(key), ttl_ms: self.ttl_for(key), digest }))
+        let channel = match parse_key(key) {
+            Some((_, KeyKind::Stream(_))) => wakeups::channel(&self.prefix, key),
+            _ => String::new(),
+        };
+        Ok((value, Watched { key: self.key(key), ttl_ms: self.ttl_for(key), digest, channel }))
     }
 
     /// A `SCAN` step under this handle's prefix: Redis's cursor is the page cursor (`0`: done).
@@ -372,6 +387,7 @@ impl Kv for RedisKv {
                 .arg(watched.digest.unwrap_or_default())
                 .arg(value)
                 .arg(watched.ttl_ms)
+                .arg(&watched.channel)
                 .invoke(conn)
         })?;
         Ok(wrote == 1)
@@ -384,7 +400,7 @@ fn error(url: &StoreUrl, e: &redis::RedisError) -> StoreError {
 }
 
 /// `prefix` as a `SCAN MATCH` pattern that matches it literally.
-fn escape_glob(prefix: &str) -> String {
+pub(crate) fn escape_glob(prefix: &str) -> String {
     let mut out = String::with_capacity(prefix.len());
     for c in prefix.chars() {
         if matches!(c, '*' | '?' | '[' | ']' | '\\') {

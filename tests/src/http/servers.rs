@@ -62,7 +62,7 @@ fn gated_app(journal: PathBuf, setup: &Setup) -> std::sync::Arc<App> {
     let gate = Supervised::<MemoryWorld>::new(maker).expect("instantiate the gate");
     let mut gate: Box<dyn GateApi + Send> = Box::new(gate);
     gate.configure(&setup.config()).expect("a valid configuration");
-    app_with(Instances::single(gate), Journal::open(journal).expect("open the journal"), setup, false)
+    app_with(Instances::single(gate), Journal::open(journal).expect("open the journal"), setup)
 }
 
 /// host-example's app over `kv` (`--store`): world `gate-kv`, the journal in the store too.
@@ -76,13 +76,16 @@ fn app_over(kv: resume_gate_redis::RedisKv, setup: &Setup) -> std::sync::Arc<App
         Ok(Box::new(gate))
     };
     let first = make().expect("instantiate gate-kv");
-    app_with(Instances::pool(first, Box::new(make)), Journal::in_store(kv), setup, true)
+    let settings = settings(setup).shared_over(&kv);
+    App::new(Instances::pool(first, Box::new(make)), Journal::in_store(kv), settings)
 }
 
-fn app_with(instances: Instances, journal: Journal, setup: &Setup, shared: bool) -> std::sync::Arc<App> {
-    let config = setup.config();
-    let settings = Settings { max_batch: setup.max_batch(), shared, ..Settings::new(setup.hosts(), config) };
-    App::new(instances, journal, settings)
+fn settings(setup: &Setup) -> Settings {
+    Settings { max_batch: setup.max_batch(), ..Settings::new(setup.hosts(), setup.config()) }
+}
+
+fn app_with(instances: Instances, journal: Journal, setup: &Setup) -> std::sync::Arc<App> {
+    App::new(instances, journal, settings(setup))
 }
 
 /// How a test server is set up, beyond its defaults.
@@ -208,7 +211,6 @@ impl TestServer {
             Instances::single(gate),
             Journal::open(journal.clone()).expect("open the journal"),
             &Setup::default(),
-            false,
         );
         Self::serve_app(app, journal, Some(dir), Tcp::NoDelay)
     }
