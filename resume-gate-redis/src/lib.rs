@@ -43,7 +43,7 @@ use std::time::Duration;
 
 use redis::{Commands, Connection, ConnectionLike, IntoConnectionInfo, RedisResult, Script};
 use resume_gate::StoreError;
-use resume_gate::kv::{KeyKind, Kv, outlives_sessions, parse_key};
+use resume_gate::kv::{KeyKind, Kv, outlives_its_session, outlives_sessions, parse_key};
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// How long one call may wait for Redis before it fails, by default.
@@ -266,7 +266,13 @@ impl RedisKv {
 
     /// The expiry, in ms, a write of `key` sets (0: none).
     fn ttl_for(&self, key: &str) -> u64 {
-        if outlives_sessions(key) { 0 } else { self.shared.ttl_ms }
+        if outlives_sessions(key) {
+            0
+        } else if outlives_its_session(key) {
+            self.shared.ttl_ms.saturating_mul(2)
+        } else {
+            self.shared.ttl_ms
+        }
     }
 
     fn open(&self) -> Result<Connection, StoreError> {

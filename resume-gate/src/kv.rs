@@ -7,9 +7,11 @@
 //! | --- | --- |
 //! | `rg/sessions` | counter: open sessions (for `max-sessions`) |
 //! | `rg/changes` | counter: sessions created or removed (garbage collection's check) |
+//! | `rg/bytes` | counter: bytes all sessions hold (for `max-total-bytes`) |
 //! | `rg/count-check` | garbage collection's evidence that no session changed for a while |
 //! | `rg/{session}/s` | session record (epoch, standalone stream, listed streams) |
 //! | `rg/{session}/n` | counter: last stream number handed out |
+//! | `rg/{session}/b` | counter: bytes the session holds (for `max-bytes-per-session`) |
 //! | `rg/{session}/r/{request}` | counter: claims of a JSON-RPC request id |
 //! | `rg/{session}/x/{request}` | when garbage collection first found that claim held by no stream |
 //! | `rg/{session}/t/{stream}` | stream head (state, attachment, sequence numbers, writers) |
@@ -55,6 +57,13 @@
 //! - a counter's raw bytes are never decoded (SQLite stores 8 little-endian bytes, Redis ASCII
 //!   decimal): it is read with `increment(key, 0)`.
 //!
+//! The byte budgets are kept as counters beside the records: every write of a session's
+//! record, a stream head or a tombstone adds what it changed (the record's [`Charged`] cost,
+//! which names the event data and claims a head lists) to the session's count and the total,
+//! after it committed. An instance killed between the two leaves the counts off by one
+//! write's change until the session ends (its removal takes what its count still holds off the
+//! total, and so does garbage collection for a session that expired).
+//!
 //! What a killed instance leaves between two calls is collected off the request path
 //! (`collect`). Records are values of a format byte, the version, the writers' tokens, then
 //! postcard; event data is its write time, then the data. Session ids are
@@ -77,7 +86,8 @@ mod memory;
 mod record;
 
 pub use keys::{
-    KeyKind, claim_key, event_key, is_global_key, outlives_sessions, parse_key, session_key, stream_key,
+    KeyKind, claim_key, event_key, is_global_key, outlives_its_session, outlives_sessions, parse_key,
+    session_key, stream_key,
 };
 pub use memory::{MemoryKv, Semantics, Watched};
 pub use record::{is_record, read_record};
@@ -91,7 +101,11 @@ use serde::de::DeserializeOwned;
 use crate::config::{Hold, Millis};
 use crate::error::StoreError;
 use crate::session::SessionMeta;
-use crate::store::{AppendEdit, Edit, MAX_ATTEMPTS, Store, Swept, contention, holds_no_work};
+use crate::store::{
+    AppendEdit, CLAIM_RECORD_BYTES, EVENT_RECORD_BYTES, Edit, MAX_ATTEMPTS, Store, Swept, contention,
+    holds_no_work, session_cost, stream_record_bytes,
+};
+use crate::stream::StreamState;
 use crate::stream::{DataKey, EventRef, RequestId, Seq, StreamMeta, StreamNo};
 
 /// The operations of `wasi:keyvalue/store` and `wasi:keyvalue/atomics` the gate needs.
@@ -177,21 +191,41 @@ impl<K: Kv> KvStore<K> {
         token
     }
 
-    fn load<T: DeserializeOwned>(&mut self, key: &str) -> Result<Option<Found<T, K::Handle>>, StoreError> {
+    fn load<T: DeserializeOwned + Charged>(
+        &mut self,
+        key: &str,
+    ) -> Result<Option<Found<T, K::Handle>>, StoreError> {
         let (value, handle) = self.kv.watch(key)?;
-        let (record, stamp) = decode(key, value.as_deref())?;
-        Ok(record.map(|v| (v, Loaded { key: key.to_owned(), stamp, handle })))
+        let (record, stamp) = decode::<T>(key, value.as_deref())?;
+        Ok(record.map(|v| {
+            let charge = v.charge();
+            (v, Loaded { key: key.to_owned(), stamp, handle, charge })
+        }))
     }
 
     /// Writes a record that does not exist yet (its key is fresh).
-    fn create<T: Serialize>(&mut self, key: &str, value: &T) -> Result<(), StoreError> {
+    fn create<T: Serialize + Charged>(&mut self, key: &str, value: &T) -> Result<(), StoreError> {
         let stamp = Stamp { version: 1, writers: vec![self.token()] };
-        self.kv.set(key, &encode(Some(value), &stamp)?)
+        self.kv.set(key, &encode(Some(value), &stamp)?)?;
+        self.count(key, value.charge(), 0)
+    }
+
+    /// Adds what a committed write of `key` changed to its session's byte count and the total.
+    fn count(&mut self, key: &str, now: u64, before: u64) -> Result<(), StoreError> {
+        let delta = i64::try_from(now).unwrap_or(i64::MAX) - i64::try_from(before).unwrap_or(i64::MAX);
+        if delta == 0 {
+            return Ok(());
+        }
+        if let Some((session, _)) = parse_key(key) {
+            self.kv.increment(&bytes_key(&session), delta)?;
+            self.kv.increment(TOTAL_BYTES, delta)?;
+        }
+        Ok(())
     }
 
     /// Saves `value` (`None`: a tombstone) over the record as loaded; `false` when another
     /// writer got there first. A `cas-failed` answer is checked by a re-read (module docs).
-    fn swap<T: Serialize>(
+    fn swap<T: Serialize + Charged>(
         &mut self,
         loaded: Loaded<K::Handle>,
         value: Option<&T>,
@@ -200,16 +234,23 @@ impl<K: Kv> KvStore<K> {
         let version = loaded.stamp.version.wrapping_add(1);
         let mut writers = vec![token];
         writers.extend(loaded.stamp.writers.into_iter().take(WRITERS_KEPT - 1));
-        if self.kv.swap(loaded.handle, &encode(value, &Stamp { version, writers })?)? {
-            return Ok(true);
+        let (key, before) = (loaded.key, loaded.charge);
+        let wrote = self.kv.swap(loaded.handle, &encode(value, &Stamp { version, writers })?)? || {
+            let now = stamp_of(self.kv.get(&key)?.as_deref().unwrap_or_default());
+            let back = now.version.wrapping_sub(version);
+            usize::try_from(back).ok().and_then(|i| now.writers.get(i)) == Some(&token)
+        };
+        if wrote {
+            self.count(&key, value.map_or(0, Charged::charge), before)?;
         }
-        let now = stamp_of(self.kv.get(&loaded.key)?.as_deref().unwrap_or_default());
-        let back = now.version.wrapping_sub(version);
-        Ok(usize::try_from(back).ok().and_then(|i| now.writers.get(i)) == Some(&token))
+        Ok(wrote)
     }
 
     /// Swaps in a tombstone; returns the record it replaced, if this call removed it.
-    fn bury<T: Serialize + DeserializeOwned>(&mut self, key: &str) -> Result<Option<T>, StoreError> {
+    fn bury<T: Serialize + DeserializeOwned + Charged>(
+        &mut self,
+        key: &str,
+    ) -> Result<Option<T>, StoreError> {
         for _ in 0..64 {
             let Some((old, loaded)) = self.load::<T>(key)? else {
                 return Ok(None);
@@ -286,6 +327,34 @@ impl<K: Kv> KvStore<K> {
         Err(contention())
     }
 
+    /// Takes what a session that is gone still counts (what a killed writer left uncounted
+    /// back) off the total, and its count with it.
+    fn settle_bytes(&mut self, session: &str) -> Result<(), StoreError> {
+        let key = bytes_key(session);
+        let left = self.counter(&key)?;
+        if left != 0 {
+            self.kv.increment(TOTAL_BYTES, -left)?;
+        }
+        self.kv.delete(&key)
+    }
+
+    /// The answered stream with buffered events in `session` that was active longest ago.
+    fn oldest_answered_in(&mut self, session: &str) -> Result<Option<StreamNo>, StoreError> {
+        let Some((meta, _)) = self.session(session)? else { return Ok(None) };
+        let mut oldest: Option<(Millis, StreamNo)> = None;
+        for no in &meta.streams {
+            if let Some((st, _)) = self.load::<StreamMeta>(&stream_key(session, *no))?
+                && st.epoch == meta.epoch
+                && st.state == StreamState::TerminalSent
+                && st.buffered() > 0
+                && oldest.is_none_or(|o| (st.last_active, st.no) < o)
+            {
+                oldest = Some((st.last_active, st.no));
+            }
+        }
+        Ok(oldest.map(|(_, no)| no))
+    }
+
     fn drop_stream(&mut self, session: &str, meta: &StreamMeta) -> Result<(), StoreError> {
         let events: Vec<EventRef> = meta.buffered_after(0).collect();
         self.delete_events(session, meta.no, &events)?;
@@ -327,6 +396,7 @@ impl<K: Kv> Store for KvStore<K> {
             }
         }
         self.kv.delete(&stream_counter_key(&meta.id))?;
+        self.settle_bytes(&meta.id)?;
         admission::leave(&mut self.kv, &meta.id)?;
         self.kv.delete(&key)
     }
@@ -362,12 +432,27 @@ impl<K: Kv> Store for KvStore<K> {
         Ok(None)
     }
 
-    fn bytes_held(&mut self, _: Option<&str>) -> Result<Option<u64>, StoreError> {
-        Ok(None)
+    /// From the counters beside the records (see the module docs).
+    /// (A session's count is read only where it exists: reading a counter creates it.)
+    fn bytes_held(&mut self, session: Option<&str>) -> Result<Option<u64>, StoreError> {
+        let key = match session {
+            None => TOTAL_BYTES.to_owned(),
+            Some(id) => bytes_key(id),
+        };
+        if session.is_some() && self.kv.get(&key)?.is_none() {
+            return Ok(Some(0));
+        }
+        Ok(Some(u64::try_from(self.counter(&key)?).unwrap_or(0)))
     }
 
-    fn oldest_answered_buffer(&mut self, _: Option<&str>) -> Result<Option<(String, StreamNo)>, StoreError> {
-        Ok(None)
+    /// In one session: from its streams' heads. In all: none (there is no index to ask), so
+    /// the total budget reclaims idle sessions instead.
+    fn oldest_answered_buffer(
+        &mut self,
+        session: Option<&str>,
+    ) -> Result<Option<(String, StreamNo)>, StoreError> {
+        let Some(session) = session else { return Ok(None) };
+        Ok(self.oldest_answered_in(session)?.map(|no| (session.to_owned(), no)))
     }
 
     fn allocate_stream_no(&mut self, session: &str) -> Result<StreamNo, StoreError> {
@@ -463,5 +548,35 @@ impl<K: Kv> Store for KvStore<K> {
             self.kv.delete(&event_key(session, no, event.key))?;
         }
         Ok(())
+    }
+}
+
+/// What a record costs against the byte budgets in a key-value store: what the memory store
+/// counts for it, the event data and claims a stream head names, and the store's own overhead
+/// for each key ([`KEY_OVERHEAD`]).
+pub(crate) trait Charged {
+    fn charge(&self) -> u64;
+}
+
+/// What a store spends on a key besides its value (Redis: the key, its entry and expiry),
+/// rounded up: it keeps the number of keys a session holds within its byte budget too.
+pub(crate) const KEY_OVERHEAD: u64 = 128;
+
+impl Charged for SessionMeta {
+    /// The record, and its stream counter, queue slot and byte count.
+    fn charge(&self) -> u64 {
+        session_cost(&self.id) + 4 * KEY_OVERHEAD
+    }
+}
+
+impl Charged for StreamMeta {
+    fn charge(&self) -> u64 {
+        let claims = self.requests().count() as u64;
+        let events = self.buffered();
+        stream_record_bytes(self)
+            + self.buffered_bytes
+            + events * (EVENT_RECORD_BYTES + KEY_OVERHEAD)
+            + claims * (CLAIM_RECORD_BYTES + KEY_OVERHEAD)
+            + KEY_OVERHEAD
     }
 }

@@ -184,7 +184,17 @@ impl RedisServer {
         }
         if let Some(pw) = &self.password {
             let acl = redis::cmd("ACL")
-                .arg(&["SETUSER", "app", "on", &format!(">{pw}"), "~*", "&*", "+@all"])
+                .arg(&[
+                    "SETUSER",
+                    "app",
+                    "on",
+                    &format!(">{pw}"),
+                    "resetkeys",
+                    "~rg:*",
+                    "resetchannels",
+                    "&rg:wake:*",
+                    "+@all",
+                ])
                 .clone();
             let _: () = acl.query(&mut self.connection()).expect("ACL SETUSER app");
         }

@@ -44,9 +44,10 @@ fn imports_of(path: &str) -> Vec<String> {
 /// garbage collection and the session count's check, ~+20 KB; exactly-once batches took three
 /// exports, `join-stream`, `check-stream` and `release-stream`, ~+8 KB each world, and the
 /// admission holds ~+3 KB, the memory store's reclaim index sharing the answered index's
-/// B-tree code.)
+/// B-tree code; the key-value world's byte budgets, ~+10 KB: the code that makes room was
+/// dead there while that store counted no bytes.)
 const MEMORY_WORLD_MAX_BYTES: usize = 156 << 10;
-const KV_WORLD_MAX_BYTES: usize = 180 << 10;
+const KV_WORLD_MAX_BYTES: usize = 188 << 10;
 
 #[test]
 fn each_world_imports_only_a_clock_randomness_and_its_store_and_stays_small() {

@@ -319,10 +319,11 @@ fn orphans(kv: &MemoryKv) -> Vec<String> {
             }
         }
     }
-    // A live session's counter and queue slot are reachable from its id.
+    // A live session's counters and queue slot are reachable from its id.
     let of_live_session = |k: &str| {
         parse_key(k).is_some_and(|(id, kind)| {
-            matches!(kind, KeyKind::StreamCounter | KeyKind::QueueSlot) && sessions.iter().any(|s| s.id == id)
+            matches!(kind, KeyKind::StreamCounter | KeyKind::QueueSlot | KeyKind::Bytes)
+                && sessions.iter().any(|s| s.id == id)
         })
     };
     kv.snapshot()

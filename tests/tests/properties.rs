@@ -4,7 +4,7 @@
 //! key-value store, under a tight memory budget, and with any bytes as a cursor.
 
 use proptest::prelude::*;
-use resume_gate::kv::{KvStore, MemoryKv, Semantics};
+use resume_gate::kv::{Kv, KvStore, MemoryKv, Semantics};
 use resume_gate::{Config, Decision, GateError, Origin};
 use tests::drivers::InProcess;
 use tests::held::KvView;
@@ -61,10 +61,13 @@ fn holds_over_kv(ops: &[Op], signed: bool, semantics: Semantics) -> Result<(), T
         .into_iter()
         .map(|(k, _)| k)
         .filter(|k| {
-            !["rg/sessions", "rg/changes", "rg/count-check", "rg/q/head", "rg/q/tail"].contains(&k.as_str())
+            !["rg/sessions", "rg/changes", "rg/count-check", "rg/bytes", "rg/q/head", "rg/q/tail"]
+                .contains(&k.as_str())
         })
         .collect();
     prop_assert!(left.is_empty(), "keys left after every session ended: {left:?}");
+    let total = kv.clone().increment("rg/bytes", 0).unwrap();
+    prop_assert_eq!(total, 0, "bytes still counted after every session ended");
     Ok(())
 }
 

@@ -70,9 +70,28 @@ impl<S: Store> Gate<S> {
     /// Frees bytes until `need` more fit in both the session's `max-bytes-per-session` and
     /// `max-total-bytes`; see [`Gate::make_room`].
     pub(super) fn room_for(&mut self, need: u64, now: Millis, session: &str) -> Result<Room, GateError> {
+        if !self.over_a_budget(need, session)? {
+            return Ok(Room { shortfall: 0, reclaimed: None });
+        }
         let own = self.make_room(Budget::Session, need, now, session)?;
         let all = self.make_room(Budget::Total, need, now, session)?;
         Ok(Room { shortfall: own.shortfall.max(all.shortfall), reclaimed: all.reclaimed })
+    }
+
+    /// Whether `need` more bytes would take the session or the total past its budget (a
+    /// store that counts no bytes: never). The total is asked first: while it leaves room
+    /// within one session's budget, no session can lack it.
+    pub(super) fn over_a_budget(&mut self, need: u64, session: &str) -> Result<bool, GateError> {
+        let Some(total) = self.store.bytes_held(None)? else { return Ok(false) };
+        let (own_limit, total_limit) = (self.config.max_bytes_per_session, self.config.max_total_bytes);
+        if room::shortfall(total, need, total_limit) > 0 {
+            return Ok(true);
+        }
+        if room::shortfall(total, need, own_limit) == 0 {
+            return Ok(false);
+        }
+        let own = self.store.bytes_held(Some(session))?.unwrap_or(0);
+        Ok(room::shortfall(own, need, own_limit) > 0)
     }
 
     /// Frees what `room::next_to_free` names until `need` more fit in `budget` (never in

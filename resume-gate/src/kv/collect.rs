@@ -10,7 +10,7 @@
 //!
 //! | key | collected when |
 //! | --- | --- |
-//! | any key of a session (and its admission-queue slot) | the session record is gone |
+//! | any key of a session (and its admission-queue slot) | the session record is gone (what its byte count still holds comes off the total) |
 //! | stream head (and its claim) | of another epoch, or unlisted for longer than `grace` |
 //! | event data | its head is gone or of another epoch, or no head names it and it was written longer than `grace` ago |
 //! | claim | no listed stream holds it, at two looks `grace` apart (the first leaves a mark) |
@@ -78,6 +78,13 @@ impl Pass {
 
     fn cursor(&self, store: &str) -> String {
         format!("{}.{}.{}.{store}", self.changes, self.began, self.sessions)
+    }
+}
+
+impl Charged for CountCheck {
+    /// A global record: no session's budget.
+    fn charge(&self) -> u64 {
+        0
     }
 }
 
@@ -161,11 +168,15 @@ impl<K: Kv> KvStore<K> {
             if kind == KeyKind::QueueSlot {
                 admission::leave(&mut self.kv, &session)?;
             }
+            // What its count still holds comes off the total.
+            if kind == KeyKind::Bytes {
+                self.settle_bytes(&session)?;
+            }
             return Ok(true);
         };
         let old = |t: Millis| now.saturating_sub(t) > grace;
         Ok(match kind {
-            KeyKind::Session | KeyKind::StreamCounter | KeyKind::QueueSlot => false,
+            KeyKind::Session | KeyKind::StreamCounter | KeyKind::QueueSlot | KeyKind::Bytes => false,
             KeyKind::Stream(no) => {
                 let Some(live) = page.session(&session) else { return Ok(true) };
                 let listed = live.meta.streams.contains(&no);
@@ -174,6 +185,7 @@ impl<K: Kv> KvStore<K> {
                 // Its claims go with it, as when a stream is removed, unless a listed stream
                 // holds the same request id.
                 if garbage {
+                    self.count(key, 0, head.charge())?;
                     let claims: Vec<String> = head.requests().map(|id| claim_key(&session, id)).collect();
                     for claim in claims.iter().filter(|c| !live.claims.contains(c)) {
                         self.kv.delete(claim)?;

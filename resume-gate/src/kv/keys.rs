@@ -12,6 +12,8 @@ pub(crate) const SESSION_COUNT: &str = "rg/sessions";
 pub(crate) const SESSION_CHANGES: &str = "rg/changes";
 /// Garbage collection's record of the session count's reconciliation (`collect`).
 pub(crate) const COUNT_CHECK: &str = "rg/count-check";
+/// Counter: bytes every session holds, as counted against `max-total-bytes`.
+pub(crate) const TOTAL_BYTES: &str = "rg/bytes";
 pub(crate) const QUEUE_TAIL: &str = "rg/q/tail";
 pub(crate) const QUEUE_HEAD: &str = "rg/q/head";
 pub(crate) fn escape(session: &str) -> String {
@@ -35,6 +37,11 @@ pub(crate) fn unescape(escaped: &str) -> String {
 /// The session record's key.
 pub fn session_key(session: &str) -> String {
     format!("rg/{{{}}}/s", escape(session))
+}
+
+/// Counter: bytes the session holds, as counted against `max-bytes-per-session`.
+pub(crate) fn bytes_key(session: &str) -> String {
+    format!("rg/{{{}}}/b", escape(session))
 }
 
 pub(crate) fn stream_counter_key(session: &str) -> String {
@@ -83,12 +90,19 @@ pub fn claim_key(session: &str, id: &RequestId) -> String {
 /// The global counters and records, which outlive every session: a store that expires what
 /// sessions leave never expires these (a counter that vanished would count from zero again).
 pub fn outlives_sessions(key: &str) -> bool {
-    [SESSION_COUNT, SESSION_CHANGES, COUNT_CHECK, QUEUE_TAIL, QUEUE_HEAD].contains(&key)
+    [SESSION_COUNT, SESSION_CHANGES, COUNT_CHECK, TOTAL_BYTES, QUEUE_TAIL, QUEUE_HEAD].contains(&key)
+}
+
+/// A session's byte count, which a store that expires what sessions leave keeps twice as long:
+/// it is written with every change of the session's records, so it outlives them, and garbage
+/// collection takes what it still counts off the total before it goes.
+pub fn outlives_its_session(key: &str) -> bool {
+    matches!(parse_key(key), Some((_, KeyKind::Bytes)))
 }
 
 /// Every global key; all others belong to one session.
 pub fn is_global_key(key: &str) -> bool {
-    [SESSION_COUNT, SESSION_CHANGES, COUNT_CHECK].contains(&key) || key.starts_with("rg/q/")
+    [SESSION_COUNT, SESSION_CHANGES, COUNT_CHECK, TOTAL_BYTES].contains(&key) || key.starts_with("rg/q/")
 }
 
 /// What a key of the layout holds: for tests and tools that look into a store.
@@ -97,6 +111,8 @@ pub enum KeyKind {
     Session,
     StreamCounter,
     QueueSlot,
+    /// The bytes the session holds (its count against `max-bytes-per-session`).
+    Bytes,
     Stream(StreamNo),
     Event(StreamNo),
     Claim,
@@ -114,6 +130,7 @@ pub fn parse_key(key: &str) -> Option<(String, KeyKind)> {
         ("s", None, ..) => KeyKind::Session,
         ("n", None, ..) => KeyKind::StreamCounter,
         ("p", None, ..) => KeyKind::QueueSlot,
+        ("b", None, ..) => KeyKind::Bytes,
         ("r", Some(_), None, _) => KeyKind::Claim,
         ("x", Some(_), None, _) => KeyKind::ClaimMark,
         ("t", Some(no), None, _) => KeyKind::Stream(no.parse().ok()?),

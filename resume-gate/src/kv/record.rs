@@ -26,6 +26,8 @@ pub struct Loaded<H> {
     pub(crate) key: String,
     pub(crate) stamp: Stamp,
     pub(crate) handle: H,
+    /// What the record was charged against the byte budgets (`Charged`).
+    pub(crate) charge: u64,
 }
 
 /// A decoded record and the version it was loaded at.
