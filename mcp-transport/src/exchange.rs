@@ -108,6 +108,8 @@ pub struct Exchange {
     answered: bool,
     calls: Option<Calls>,
     follow: Option<Follow>,
+    /// The last event this exchange recorded: the next must come after it.
+    recorded: Seq,
 }
 
 /// The requests the exchange answers, in order.
@@ -162,6 +164,7 @@ impl Exchange {
             answered: stream.close,
             calls,
             follow,
+            recorded: 0,
         }
     }
 
@@ -383,7 +386,17 @@ impl Exchange {
         let recorded =
             if terminal { gate.terminal(session, stream, data) } else { gate.emit(session, stream, data) };
         match recorded {
+            Ok(event) if event.seq <= self.recorded => {
+                // The store went back in time (restored from an older snapshot, a replica
+                // promoted) and numbered this event as one the stream had already sent: its
+                // later events are lost. Nothing more is recorded or sent under ids a client
+                // may hold; every request not answered gets `-32001` here, and on a resume
+                // (at once with a cursor past what the store kept, else once the lease ends).
+                self.stop(GateError::UnknownStream);
+                false
+            }
             Ok(event) => {
+                self.recorded = event.seq;
                 if self.connected {
                     self.outbox.push_back(sse::recorded(&event, data));
                 }

@@ -99,9 +99,12 @@ pub(crate) fn decide<V>(
         StreamState::Superseded => return settle(stream, version, Superseded, None, stranded),
         StreamState::Open | StreamState::Resumable | StreamState::TerminalSent => {}
     }
-    // 8. The sequence number was actually issued on that stream.
+    // 8. The sequence number was actually issued on that stream. One ahead of it was handed
+    // out and then lost: the store went back in time (an older snapshot, a replica promoted),
+    // and the client's requests can no longer be answered on it: they are stranded.
     if id.seq > stream.last_seq {
-        return fresh(Unknown);
+        let stranded = stream.stranded_requests();
+        return settle(stream, version, Unknown, None, stranded);
     }
     // 9. The cursor is not the terminal event itself: the client already has the result.
     if stream.terminal_seq == Some(id.seq) {

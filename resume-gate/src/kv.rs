@@ -455,9 +455,16 @@ impl<K: Kv> Store for KvStore<K> {
         Ok(self.oldest_answered_in(session)?.map(|no| (session.to_owned(), no)))
     }
 
+    /// The session's counter in the low 32 bits, a random part above: a store that went back
+    /// in time (restored from an older snapshot, a replica promoted) counts again from where it
+    /// was, and the random part keeps the new stream's number, and so its event ids, apart from
+    /// the one it handed out before (whose cursors then name no stream: `unknown`).
     fn allocate_stream_no(&mut self, session: &str) -> Result<StreamNo, StoreError> {
-        let no = self.kv.increment(&stream_counter_key(session), 1)?;
-        u64::try_from(no).map_err(|_| StoreError("stream counter went negative".into()))
+        let count = self.kv.increment(&stream_counter_key(session), 1)?;
+        let count = u64::try_from(count).map_err(|_| StoreError("stream counter went negative".into()))?;
+        self.writes = self.writes.wrapping_add(1);
+        let random = splitmix64(self.seed ^ self.writes.rotate_left(32)) >> 33;
+        Ok(random << 32 | (count & 0xffff_ffff))
     }
 
     fn claim_request(&mut self, session: &str, id: &RequestId) -> Result<bool, StoreError> {
@@ -549,6 +556,14 @@ impl<K: Kv> Store for KvStore<K> {
         }
         Ok(())
     }
+}
+
+/// A well-mixed 64-bit value of `x` (SplitMix64's finaliser).
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// What a record costs against the byte budgets in a key-value store: what the memory store

@@ -338,6 +338,23 @@ mod row_8_the_sequence_number_was_issued {
         fresh_because(f.get(&f.crafted(epoch, opened.stream, u64::MAX)), StaleReason::Unknown);
         assert_eq!(resumed(f.get(&f.crafted(epoch, opened.stream, 2))).events, vec![], "seq 2 was issued");
     }
+
+    /// A cursor past the stream's last event was handed out and then lost: the store went
+    /// back in time. The client's request can no longer be answered on that stream, so it is
+    /// named stranded (the host answers it `-32001`); the stream itself is left as it is.
+    #[test]
+    fn a_cursor_past_what_the_store_kept_strands_the_streams_request() {
+        let mut f = Fixture::new();
+        let (opened, _) = f.dropped_stream(7, 2);
+        let epoch = EventId::parse(opened.priming.id.as_bytes()).unwrap().epoch;
+        let fr = fresh_because(f.get(&f.crafted(epoch, opened.stream, 5)), StaleReason::Unknown);
+        assert_eq!(fr.stranded, [RequestId::Number(7)]);
+        assert_eq!(
+            resumed(f.get(&f.crafted(epoch, opened.stream, 1))).events.len(),
+            1,
+            "the stream is as it was"
+        );
+    }
 }
 
 mod row_9_not_the_terminal_itself {
