@@ -34,6 +34,12 @@ pub struct StoreArgs {
     /// PEM certificates a `rediss://` server must chain to, instead of the system's roots.
     #[arg(long, env = "RESUME_GATE_STORE_CA", value_name = "FILE", global = true)]
     pub store_ca: Option<PathBuf>,
+    /// Every write to a Redis store waits until a replica has it (`WAIT 1`), and the call fails
+    /// with `503` when none acknowledges it within `--store-timeout-ms`: a failover then loses
+    /// nothing a client was told. (Or run Redis with `appendfsync always`, and no failover to
+    /// an asynchronous replica.)
+    #[arg(long, env = "RESUME_GATE_STORE_DURABLE", global = true)]
+    pub store_durable: bool,
 }
 
 impl StoreArgs {
@@ -57,9 +63,10 @@ impl StoreArgs {
             prefix: self.store_prefix.clone(),
             ttl: (self.session_idle_ms > 0).then(|| Duration::from_millis(self.session_idle_ms)),
             ca,
+            durable: self.store_durable,
         };
         let kv = RedisKv::open_with(&url, &options).map_err(|e| anyhow!("--store: {}", e.0))?;
-        tracing::info!(store = %url, prefix = %self.store_prefix, "state in the store, shared with every process that uses it");
+        tracing::info!(store = %url, prefix = %self.store_prefix, durable = self.store_durable, "state in the store, shared with every process that uses it");
         Ok(Some(kv))
     }
 }

@@ -62,11 +62,14 @@ pub struct Options {
     pub ttl: Option<Duration>,
     /// PEM roots a `rediss://` server's certificate must chain to, instead of the system's.
     pub ca: Option<Vec<u8>>,
+    /// Every write waits until a replica has it (`WAIT 1`), and fails when none acknowledges
+    /// it within the timeout: a failover to that replica then loses nothing acknowledged.
+    pub durable: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { timeout: CALL_TIMEOUT, prefix: String::new(), ttl: None, ca: None }
+        Self { timeout: CALL_TIMEOUT, prefix: String::new(), ttl: None, ca: None, durable: false }
     }
 }
 
@@ -139,6 +142,7 @@ pub(crate) struct Shared {
     pub(crate) timeout: Duration,
     /// Expiry in milliseconds; 0: none.
     ttl_ms: u64,
+    durable: bool,
     idle: Mutex<Vec<Connection>>,
     swap: Script,
     append_once: Script,
@@ -183,6 +187,7 @@ impl RedisKv {
             url: url.clone(),
             timeout: options.timeout.max(Duration::from_millis(1)),
             ttl_ms,
+            durable: options.durable,
             idle: Mutex::new(Vec::new()),
             swap: Script::new(COMPARE_AND_SWAP),
             append_once: Script::new(APPEND_ONCE),
@@ -237,7 +242,7 @@ impl RedisKv {
         let script = &self.shared.append_once;
         let keys = [self.key(counter), self.key(request), self.key(line_prefix)];
         let mut sent = false;
-        let n: Result<u64, StoreError> = self.run(|conn| {
+        let n: Result<u64, StoreError> = self.write(|conn| {
             sent = true;
             script
                 .key(&keys[0])
@@ -326,6 +331,30 @@ impl RedisKv {
     }
 }
 
+impl RedisKv {
+    /// Runs a write; with [`Options::durable`], on the same connection, `WAIT` for a replica
+    /// to have it (and everything this connection wrote before).
+    fn write<T>(&self, call: impl FnOnce(&mut Connection) -> RedisResult<T>) -> Result<T, StoreError> {
+        if !self.shared.durable {
+            return self.run(call);
+        }
+        // Answered before the connection's own read timeout runs out.
+        let wait_ms = u64::try_from(self.shared.timeout.as_millis() * 3 / 4).unwrap_or(u64::MAX).max(1);
+        let (value, replicas) = self.run(|conn| {
+            let value = call(conn)?;
+            let replicas: i64 = redis::cmd("WAIT").arg(1).arg(wait_ms).query(conn)?;
+            Ok((value, replicas))
+        })?;
+        if replicas < 1 {
+            let url = &self.shared.url;
+            return Err(StoreError(format!(
+                "redis at {url}: no replica acknowledged a write within {wait_ms} ms (--store-durable)"
+            )));
+        }
+        Ok(value)
+    }
+}
+
 impl Kv for RedisKv {
     type Handle = Watched;
 
@@ -338,28 +367,31 @@ impl Kv for RedisKv {
         let ttl = self.ttl_for(key);
         let key = self.key(key);
         match ttl {
-            0 => self.run(|conn| conn.set(key, value)),
-            ms => self.run(|conn| conn.pset_ex(key, value, ms)),
+            0 => self.write(|conn| conn.set(key, value)),
+            ms => self.write(|conn| conn.pset_ex(key, value, ms)),
         }
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StoreError> {
         let key = self.key(key);
-        self.run(|conn| conn.del(key))
+        self.write(|conn| conn.del(key))
     }
 
-    /// `INCRBY`, and with an expiry `PEXPIRE` in the same round trip.
+    /// `INCRBY`, and with an expiry `PEXPIRE` in the same round trip (also when adding 0 reads
+    /// it: a counter read into being expires like one written).
     fn increment(&mut self, key: &str, delta: i64) -> Result<i64, StoreError> {
         let ttl = self.ttl_for(key);
         let key = self.key(key);
-        match ttl {
-            0 => self.run(|conn| conn.incr(key, delta)),
-            ms => self.run(|conn| {
+        let add = |conn: &mut Connection| match ttl {
+            0 => conn.incr(&key, delta),
+            ms => {
                 let (n,): (i64,) =
                     redis::pipe().incr(&key, delta).pexpire(&key, ms as i64).ignore().query(conn)?;
                 Ok(n)
-            }),
-        }
+            }
+        };
+        // Adding 0 reads the counter: nothing for a replica to acknowledge.
+        if delta == 0 { self.run(add) } else { self.write(add) }
     }
 
     fn watch(&mut self, key: &str) -> Result<(Option<Vec<u8>>, Watched), StoreError> {
@@ -387,7 +419,7 @@ impl Kv for RedisKv {
 
     fn swap(&mut self, watched: Watched, value: &[u8]) -> Result<bool, StoreError> {
         let script = &self.shared.swap;
-        let wrote: i64 = self.run(|conn| {
+        let wrote: i64 = self.write(|conn| {
             script
                 .key(watched.key)
                 .arg(watched.digest.unwrap_or_default())

@@ -69,3 +69,40 @@ fn a_store_restored_from_an_older_snapshot_hands_no_id_out_twice_and_no_cursor_c
         std::iter::from_fn(|| get.next_frame(std::time::Duration::from_secs(2))).take(3).collect();
     assert!(lost(&frames, 2), "{frames:?}");
 }
+
+/// `INFO replication` of `redis`, as text.
+fn replication(redis: &RedisServer) -> String {
+    redis::cmd("INFO").arg("replication").query(&mut redis.connection()).unwrap()
+}
+
+#[test]
+fn with_store_durable_a_write_no_replica_has_fails_instead_of_being_acknowledged() {
+    let primary = RedisServer::start_in_memory();
+    let mut replica = RedisServer::start_in_memory();
+    let addr = primary.addr();
+    let () = redis::cmd("REPLICAOF")
+        .arg(addr.ip().to_string())
+        .arg(addr.port())
+        .query(&mut replica.connection())
+        .unwrap();
+    let deadline = std::time::Instant::now() + WAIT;
+    while !replication(&replica).contains("master_link_status:up") {
+        assert!(std::time::Instant::now() < deadline, "the replica never synced: {}", replication(&replica));
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let args = ["--store", &primary.url(), "--store-durable", "--store-timeout-ms", "1000"];
+    let host = ServerProcess::host_example(&args);
+    let client = Client::initialize(host.addr);
+    let answered = client.call(2, "append", json!({"text": "kept by two"}), &[]).frames_until_closed(WAIT);
+    assert!(answered.iter().any(|f| f.json().get("result").is_some()), "{answered:?}");
+    let on_replica: Vec<String> = redis::cmd("KEYS").arg("rg:*").query(&mut replica.connection()).unwrap();
+    assert!(on_replica.iter().any(|k| k.ends_with("/s")), "the replica has the session: {on_replica:?}");
+
+    replica.stop();
+    let started = std::time::Instant::now();
+    let resp = client.call(3, "append", json!({"text": "kept by one"}), &[]);
+    assert_eq!(resp.status, 503, "a write only the primary has is not acknowledged");
+    let body = resp.body();
+    assert!(body.contains("replica"), "{body}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "{:?}", started.elapsed());
+}
