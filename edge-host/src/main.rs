@@ -65,6 +65,10 @@ struct Cli {
     /// sharing the store does it).
     #[arg(long, env = "RESUME_GATE_COLLECT_EVERY", default_value_t = 60)]
     collect_every: u64,
+    /// On SIGTERM (a deploy): how long the requests running here may take to finish, in ms,
+    /// before they are stopped.
+    #[arg(long, env = "RESUME_GATE_DRAIN_MS", default_value_t = 10_000)]
+    drain_ms: u64,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -163,7 +167,11 @@ fn main() -> Result<()> {
             };
             let host = EdgeHost::built(kv, variables)?;
             let addr = std::net::SocketAddr::new(cli.bind, cli.port);
-            tokio::runtime::Runtime::new()?.block_on(host.serve(addr, Tcp::NoDelay))
+            let drain = std::time::Duration::from_millis(cli.drain_ms);
+            let runtime = tokio::runtime::Runtime::new()?;
+            let served = runtime.block_on(host.serve_until_stopped(addr, Tcp::NoDelay, drain));
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            served
         }
     }
 }

@@ -185,6 +185,42 @@ impl EdgeHost {
     pub async fn serve(self: Arc<Self>, addr: SocketAddr, tcp: Tcp) -> anyhow::Result<()> {
         self.serve_on(tokio::net::TcpListener::bind(addr).await?, tcp).await
     }
+
+    /// Serves on `addr` until SIGTERM or SIGINT (a deploy), then drains: the listener closes,
+    /// the handlers running now (calls, followers) get up to `drain_for` to finish, and those
+    /// still running are stopped. A handler gets no signal to give its calls up (Spin has no
+    /// such hook), so a stopped call's client gets its `-32001` once the call's lease passes.
+    pub async fn serve_until_stopped(
+        self: Arc<Self>,
+        addr: SocketAddr,
+        tcp: Tcp,
+        drain_for: std::time::Duration,
+    ) -> anyhow::Result<()> {
+        let listener = tokio::net::TcpListener::bind(addr).await?;
+        let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            served = Arc::clone(&self).serve_on(listener, tcp) => served,
+            _ = terminate.recv() => self.drain(drain_for).await,
+            _ = tokio::signal::ctrl_c() => self.drain(drain_for).await,
+        }
+    }
+
+    /// Handlers running now.
+    pub fn running(&self) -> usize {
+        let mut running = self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        running.retain(|t| !t.is_finished());
+        running.len()
+    }
+
+    async fn drain(&self, drain_for: std::time::Duration) -> anyhow::Result<()> {
+        tracing::info!(running = self.running(), drain_ms = drain_for.as_millis() as u64, "stopping: draining");
+        let deadline = tokio::time::Instant::now() + drain_for;
+        while self.running() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        tracing::info!(stopped = self.stop_instances(), "stopped");
+        Ok(())
+    }
 }
 
 fn internal_error() -> hyper::Response<HyperOutgoingBody> {

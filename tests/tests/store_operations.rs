@@ -174,6 +174,23 @@ fn sigterm_lets_a_running_call_finish_then_exits_zero() {
 }
 
 #[test]
+fn edge_host_on_sigterm_lets_a_running_call_finish_then_exits_zero() {
+    let redis = RedisServer::start();
+    let mut edge = ServerProcess::edge_host(&["--store", &redis.url(), "--drain-ms", "10000"]);
+    let client = Client::initialize(edge.addr);
+    let mut call = client.call(2, "countdown", json!({"n": 5, "interval_ms": 200}), &[]);
+    assert_eq!(call.status, 200);
+    assert!(call.next_frame(WAIT).is_some_and(|f| f.is_priming()));
+    edge.terminate();
+    let frames = call.frames_until_closed(WAIT);
+    let results: Vec<_> = frames.iter().map(|f| f.json()).filter(|v| v.get("result").is_some()).collect();
+    assert_eq!(results.len(), 1, "the running call finished: {frames:?}");
+    let status = edge.wait_exit(WAIT).expect("it exits once its call is done");
+    assert!(status.success(), "{status:?}");
+    assert!(std::net::TcpStream::connect(edge.addr).is_err(), "nothing is accepted after SIGTERM");
+}
+
+#[test]
 fn sigterm_past_the_drain_gives_a_call_up_so_another_process_answers_its_reconnect_at_once() {
     let redis = RedisServer::start();
     let url = redis.url();
