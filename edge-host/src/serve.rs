@@ -213,7 +213,11 @@ impl EdgeHost {
     }
 
     async fn drain(&self, drain_for: std::time::Duration) -> anyhow::Result<()> {
-        tracing::info!(running = self.running(), drain_ms = drain_for.as_millis() as u64, "stopping: draining");
+        tracing::info!(
+            running = self.running(),
+            drain_ms = drain_for.as_millis() as u64,
+            "stopping: draining"
+        );
         let deadline = tokio::time::Instant::now() + drain_for;
         while self.running() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;

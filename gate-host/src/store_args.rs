@@ -26,9 +26,11 @@ pub struct StoreArgs {
     /// share a database never meet, and garbage collection scans only its own keys.
     #[arg(long, env = "RESUME_GATE_STORE_PREFIX", default_value = "rg", value_name = "NAME", global = true)]
     pub store_prefix: String,
-    /// In a Redis store, every key of a session expires this long after it was last written
-    /// (and every journal line after it was written), in ms: what an idle session or a
-    /// vanished deployment left behind goes without a garbage-collection pass. 0: never.
+    /// A session idle this long, in ms, is gone: in a Redis store every key of a session
+    /// expires this long after it was last written (and every journal line after it was
+    /// written), so what an idle session or a vanished deployment left behind goes without a
+    /// garbage-collection pass; in memory (host-example), a session that saw no request and
+    /// held no open response for this long is ended. 0: never.
     #[arg(long, env = "RESUME_GATE_SESSION_IDLE_MS", default_value_t = 24 * 60 * 60 * 1000, global = true)]
     pub session_idle_ms: u64,
     /// PEM certificates a `rediss://` server must chain to, instead of the system's roots.

@@ -33,6 +33,9 @@ pub struct Settings {
     pub shared: bool,
     /// The store's wake-ups (Redis): followers wait for them instead of polling.
     pub wakeups: Option<resume_gate_redis::Wakeups>,
+    /// `--session-idle-ms` for the state in this process (a shared store expires sessions
+    /// itself); `None`: sessions end only by `DELETE` and admission.
+    pub session_idle_ms: Option<u64>,
 }
 
 impl Settings {
@@ -43,6 +46,7 @@ impl Settings {
             config,
             shared: false,
             wakeups: None,
+            session_idle_ms: None,
         }
     }
 
@@ -53,7 +57,7 @@ impl Settings {
             gate_host::keyvalue::SharedKv::Redis(redis) => Some(resume_gate_redis::Wakeups::start(redis)),
             gate_host::keyvalue::SharedKv::Memory(_) => None,
         };
-        Self { shared: true, wakeups, ..self }
+        Self { shared: true, wakeups, session_idle_ms: None, ..self }
     }
 }
 
@@ -72,6 +76,8 @@ pub struct App {
     pub(crate) attached: AtomicUsize,
     /// Those of them that carry calls' answers (a drain waits for them).
     pub(crate) answering: AtomicUsize,
+    /// When each session was last active (`--session-idle-ms`).
+    pub(crate) idle: Option<crate::idle::IdleSessions>,
 }
 
 #[derive(Default)]
@@ -90,16 +96,20 @@ impl App {
             max_batch: settings.max_batch,
             ..ServerConfig::default()
         });
+        let idle = settings
+            .session_idle_ms
+            .map(|ms| crate::idle::IdleSessions::new(ms, 2 * settings.config.max_sessions as usize));
         Arc::new(Self {
             instances,
             server,
             journal,
-            settings,
             served: Mutex::default(),
             metrics: AtomicBool::new(false),
             requests: AtomicU64::new(0),
             attached: AtomicUsize::new(0),
             answering: AtomicUsize::new(0),
+            idle,
+            settings,
         })
     }
 
@@ -157,6 +167,28 @@ impl App {
     pub fn running_calls(&self) -> usize {
         let answering = self.answering.load(std::sync::atomic::Ordering::Relaxed);
         self.served_streams().by_stream.len().max(answering)
+    }
+
+    /// `session` was active now (a request answered, an SSE response opened or ended).
+    pub(crate) fn active(&self, session: &str, response: Option<bool>) {
+        if let Some(idle) = &self.idle {
+            match response {
+                None => idle.touch(session, crate::serving::now()),
+                Some(opened) => idle.response(session, crate::serving::now(), opened),
+            }
+        }
+    }
+
+    /// Ends the sessions idle past `--session-idle-ms` (memory store); how many.
+    pub fn end_idle_sessions(&self) -> usize {
+        let Some(idle) = &self.idle else { return 0 };
+        let expired = idle.take_expired(crate::serving::now());
+        for session in &expired {
+            if self.gate(Some(session)).end_session(session).is_ok() {
+                tracing::info!(session, "ended: idle past --session-idle-ms");
+            }
+        }
+        expired.len()
     }
 
     /// Gives up every call running here (a drain's end): each unanswered request's `-32001`

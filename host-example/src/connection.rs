@@ -36,6 +36,7 @@ struct Ended {
 impl Drop for Ended {
     fn drop(&mut self) {
         self.app.attached.fetch_sub(1, Ordering::Relaxed);
+        self.app.active(&self.served.key.0, Some(false));
         if !self.served.requests.is_empty() {
             self.app.answering.fetch_sub(1, Ordering::Relaxed);
         }
@@ -46,6 +47,7 @@ impl Drop for Ended {
 impl SseBody {
     pub fn new(rx: mpsc::Receiver<Bytes>, app: Arc<App>, served: Arc<Served>, attachment: u32) -> Self {
         app.attached.fetch_add(1, Ordering::Relaxed);
+        app.active(&served.key.0, Some(true));
         if !served.requests.is_empty() {
             app.answering.fetch_add(1, Ordering::Relaxed);
         }

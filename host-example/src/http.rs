@@ -64,12 +64,17 @@ async fn handle(
     drop(gate);
     match reply {
         Reply::Plain(p) => {
+            let answered = p.session.as_deref().or(req.header_str(mcp_transport::http::SESSION_HEADER));
+            if let Some(session) = answered.filter(|_| (200..300).contains(&p.status)) {
+                app.active(session, None);
+            }
             if let Some(victim) = &p.reclaimed {
                 tracing::info!(session = %victim, "reclaimed the session idle longest to admit a new one");
             }
             plain_response(&p)
         }
         Reply::Accepted { session, cancels } => {
+            app.active(&session, None);
             for request in &cancels {
                 app.cancel(&session, request);
             }
@@ -209,6 +214,16 @@ pub fn router(app: Arc<App>) -> axum::Router {
 pub async fn serve(app: Arc<App>, addr: SocketAddr, drain_for: Duration) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
     let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+    if let Some(every) = app.idle.as_ref().map(|i| Duration::from_millis((i.idle_ms() / 4).clamp(10, 30_000)))
+    {
+        let app = Arc::clone(&app);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(every).await;
+                app.end_idle_sessions();
+            }
+        });
+    }
     tokio::select! {
         served = serve_on(Arc::clone(&app), listener, Tcp::NoDelay) => served,
         _ = terminate.recv() => drain(&app, drain_for).await,

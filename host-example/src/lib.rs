@@ -23,6 +23,7 @@
 pub mod app;
 pub mod connection;
 pub mod http;
+pub mod idle;
 pub mod instances;
 pub mod journal;
 pub mod metrics;

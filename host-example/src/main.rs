@@ -132,6 +132,8 @@ fn serve(args: ServeArgs) -> Result<()> {
             let mut gate =
                 Supervised::<MemoryWorld>::new(MemoryMaker { pre, memory_limit: DEFAULT_MEMORY_LIMIT })?;
             gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
+            let idle = args.store.session_idle_ms;
+            let settings = Settings { session_idle_ms: (idle > 0).then_some(idle), ..settings };
             App::new(Instances::single(Box::new(gate)), Journal::open(args.journal)?, settings)
         }
         Some(redis) => {
