@@ -99,11 +99,14 @@ pub(crate) fn decide<V>(
         StreamState::Superseded => return settle(stream, version, Superseded, None, stranded),
         StreamState::Open | StreamState::Resumable | StreamState::TerminalSent => {}
     }
-    // 8. The sequence number was actually issued on that stream. One ahead of it was handed
-    // out and then lost: the store went back in time (an older snapshot, a replica promoted),
-    // and the client's requests can no longer be answered on it: they are stranded.
+    // 8. The sequence number was actually issued on that stream. One ahead of it on a call
+    // whose writer is gone (its lease passed) and that has no result was handed out and then
+    // lost — the store went back in time (an older snapshot, a replica promoted) — so the
+    // client's request can never be answered there: it is stranded. (A cursor ahead of a
+    // live or answered stream is a client's own invention: nothing is named.)
     if id.seq > stream.last_seq {
-        let stranded = stream.stranded_requests();
+        let lost = stream.terminal_seq.is_none() && stream.writer_lost(r.now);
+        let stranded = if lost { stream.stranded_requests() } else { Vec::new() };
         return settle(stream, version, Unknown, None, stranded);
     }
     // 9. The cursor is not the terminal event itself: the client already has the result.

@@ -339,21 +339,22 @@ mod row_8_the_sequence_number_was_issued {
         assert_eq!(resumed(f.get(&f.crafted(epoch, opened.stream, 2))).events, vec![], "seq 2 was issued");
     }
 
-    /// A cursor past the stream's last event was handed out and then lost: the store went
-    /// back in time. The client's request can no longer be answered on that stream, so it is
-    /// named stranded (the host answers it `-32001`); the stream itself is left as it is.
+    /// A cursor past the stream's last event, on a call whose writer is gone and that has no
+    /// result, was handed out and then lost: the store went back in time. The request can no
+    /// longer be answered there, so it is named stranded (the host answers it `-32001`); while
+    /// the writer holds its lease, the same cursor names nothing. The stream is left as it is.
     #[test]
-    fn a_cursor_past_what_the_store_kept_strands_the_streams_request() {
+    fn a_cursor_past_what_the_store_kept_strands_a_call_whose_writer_is_gone() {
         let mut f = Fixture::new();
-        let (opened, _) = f.dropped_stream(7, 2);
+        // Still attached: only its writer's lease can pass, not `max-detached`.
+        let opened = f.post(7);
+        (0..2).for_each(|i| drop(f.emit(opened.stream, &format!("event {i}"))));
         let epoch = EventId::parse(opened.priming.id.as_bytes()).unwrap().epoch;
         let fr = fresh_because(f.get(&f.crafted(epoch, opened.stream, 5)), StaleReason::Unknown);
+        assert_eq!(fr.stranded, Vec::<RequestId>::new(), "its writer holds the lease");
+        f.now += f.gate.config().lease_ms + 1;
+        let fr = fresh_because(f.get(&f.crafted(epoch, opened.stream, 5)), StaleReason::Unknown);
         assert_eq!(fr.stranded, [RequestId::Number(7)]);
-        assert_eq!(
-            resumed(f.get(&f.crafted(epoch, opened.stream, 1))).events.len(),
-            1,
-            "the stream is as it was"
-        );
     }
 }
 

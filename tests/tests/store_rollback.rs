@@ -27,7 +27,7 @@ fn lost(frames: &[Frame], request: i64) -> bool {
 fn a_store_restored_from_an_older_snapshot_hands_no_id_out_twice_and_no_cursor_crosses() {
     // No append-only file: a restart brings back the last `SAVE`, nothing after it.
     let mut redis = RedisServer::start_in_memory();
-    let host = ServerProcess::host_example(&["--store", &redis.url()]);
+    let host = ServerProcess::host_example(&["--store", &redis.url(), "--lease-ms", "2000"]);
     let client = Client::initialize(host.addr);
     let mut long = client.call(2, "countdown", json!({"n": 30, "interval_ms": 1000}), &[]);
     let mut before: Vec<Frame> = (0..2).map(|_| long.next_frame(WAIT).expect("priming, progress")).collect();
@@ -62,7 +62,9 @@ fn a_store_restored_from_an_older_snapshot_hands_no_id_out_twice_and_no_cursor_c
         assert!(frame.json().get("result").is_none(), "a result crossed: {frame:?}");
     }
     drop(get);
-    // The running call's last cursor, past what the store kept: its -32001 at once.
+    // The running call's last cursor, past what the store kept: its -32001 once the lease
+    // its writer stopped renewing has passed.
+    std::thread::sleep(std::time::Duration::from_millis(2500));
     let mut get = client.get(before.last().and_then(|f| f.id.as_deref()));
     assert_eq!(get.status, 200);
     let frames: Vec<Frame> =
