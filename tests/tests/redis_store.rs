@@ -168,6 +168,7 @@ fn every_key_of_a_session_carries_its_hash_tag_and_nothing_else_does() {
         KeyKind::Session,
         KeyKind::StreamCounter,
         KeyKind::QueueSlot,
+        KeyKind::Bytes,
         KeyKind::Stream(1),
         KeyKind::Event(1),
         KeyKind::Claim,
