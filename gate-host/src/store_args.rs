@@ -15,7 +15,8 @@ use resume_gate_redis::{Options, RedisKv, StoreUrl};
 pub struct StoreArgs {
     /// Where the state lives: `memory` (this process, the default), or a Redis or Valkey
     /// server that any number of processes share: `redis://[USER:PASSWORD@]HOST:PORT[/DB]`,
-    /// `rediss://…` for TLS. The password is never printed.
+    /// `rediss://…` for TLS, `redis+cluster://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]` for a
+    /// Redis Cluster (`rediss+cluster://` with TLS). The password is never printed.
     #[arg(long, env = "RESUME_GATE_STORE", default_value = "memory", global = true)]
     pub store: String,
     /// How long one store command may wait before the call fails with `503`, in ms.

@@ -31,6 +31,7 @@
 //! inside its script (no extra round trip), and [`Wakeups`] — one subscribed connection per
 //! process — wakes the followers of that stream.
 
+mod conn;
 mod url;
 mod wakeups;
 
@@ -41,7 +42,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use redis::{Commands, Connection, ConnectionLike, IntoConnectionInfo, RedisResult, Script};
+use conn::{Backend, Conn};
+use redis::{Commands, ConnectionLike, RedisResult, Script};
 use resume_gate::StoreError;
 use resume_gate::kv::{KeyKind, Kv, outlives_its_session, outlives_sessions, parse_key};
 use tokio::runtime::{Handle, RuntimeFlavor};
@@ -120,6 +122,14 @@ end
 return n
 ";
 
+/// `INCRBY KEYS[1] ARGV[1]`, then with `ARGV[2]` ms (`0`: none) `PEXPIRE`: one round trip on
+/// one server or a cluster (which takes no pipelines).
+const INCREMENT: &str = r"
+local n = redis.call('INCRBY', KEYS[1], ARGV[1])
+if ARGV[2] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return n
+";
+
 /// Why a script's outcome is not known or not had.
 #[derive(Debug)]
 pub enum ScriptError {
@@ -137,15 +147,16 @@ pub struct RedisKv {
 }
 
 pub(crate) struct Shared {
-    pub(crate) client: redis::Client,
+    pub(crate) backend: Backend,
     url: StoreUrl,
     pub(crate) timeout: Duration,
     /// Expiry in milliseconds; 0: none.
     ttl_ms: u64,
     durable: bool,
-    idle: Mutex<Vec<Connection>>,
+    idle: Mutex<Vec<Conn>>,
     swap: Script,
     append_once: Script,
+    increment: Script,
     calls: AtomicU64,
 }
 
@@ -168,22 +179,10 @@ impl RedisKv {
     /// Connects to `url` as `options` say; fails (naming the URL without its password) if the
     /// server does not answer or refuses the credentials.
     pub fn open_with(url: &StoreUrl, options: &Options) -> Result<Self, StoreError> {
-        // No `CLIENT SETINFO` on connecting: a connection opened while the server stalls then
-        // waits for nothing but its first command, within one timeout.
-        let info = url.secret().into_connection_info().map_err(|e| error(url, &e))?;
-        let info = info.clone().set_redis_settings(info.redis_settings().clone().set_skip_set_lib_name());
-        let client = if url.is_tls() {
-            // The process's TLS provider, unless the host chose one already.
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let roots = redis::TlsCertificates { client_tls: None, root_cert: options.ca.clone() };
-            redis::Client::build_with_tls(info, roots)
-        } else {
-            redis::Client::open(info)
-        };
-        let client = client.map_err(|e| error(url, &e))?;
+        let backend = Backend::new(url, options).map_err(|e| error(url, &e))?;
         let ttl_ms = options.ttl.map_or(0, |t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1));
         let shared = Shared {
-            client,
+            backend,
             url: url.clone(),
             timeout: options.timeout.max(Duration::from_millis(1)),
             ttl_ms,
@@ -191,6 +190,7 @@ impl RedisKv {
             idle: Mutex::new(Vec::new()),
             swap: Script::new(COMPARE_AND_SWAP),
             append_once: Script::new(APPEND_ONCE),
+            increment: Script::new(INCREMENT),
             calls: AtomicU64::new(0),
         };
         let prefix = if options.prefix.is_empty() { String::new() } else { format!("{}:", options.prefix) };
@@ -218,13 +218,15 @@ impl RedisKv {
     /// Every key under this handle's prefix, without it (a `SCAN`: for tests and tools; the
     /// gate never lists).
     pub fn keys(&self) -> Result<Vec<String>, StoreError> {
-        let pattern = format!("{}*", escape_glob(&self.prefix));
-        let mut keys: Vec<String> =
-            self.run(|conn| conn.scan_match::<_, String>(pattern)?.collect::<RedisResult<Vec<String>>>())?;
-        for key in &mut keys {
-            key.drain(..self.prefix.len());
+        let (mut keys, mut cursor) = (Vec::new(), None);
+        loop {
+            let (page, next) = self.clone().list_keys(cursor.as_deref())?;
+            keys.extend(page);
+            let Some(next) = next else { break };
+            cursor = Some(next);
         }
         keys.sort();
+        keys.dedup();
         Ok(keys)
     }
 
@@ -242,7 +244,7 @@ impl RedisKv {
         let script = &self.shared.append_once;
         let keys = [self.key(counter), self.key(request), self.key(line_prefix)];
         let mut sent = false;
-        let n: Result<u64, StoreError> = self.write(|conn| {
+        let n: Result<u64, StoreError> = self.write(&keys[0], |conn| {
             sent = true;
             script
                 .key(&keys[0])
@@ -265,7 +267,7 @@ impl RedisKv {
         format!("{}{key}", self.prefix)
     }
 
-    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Connection>> {
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<Conn>> {
         self.shared.idle.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
@@ -280,17 +282,13 @@ impl RedisKv {
         }
     }
 
-    fn open(&self) -> Result<Connection, StoreError> {
-        let (url, timeout) = (&self.shared.url, self.shared.timeout);
-        let conn = self.shared.client.get_connection_with_timeout(timeout).map_err(|e| error(url, &e))?;
-        conn.set_read_timeout(Some(timeout)).map_err(|e| error(url, &e))?;
-        conn.set_write_timeout(Some(timeout)).map_err(|e| error(url, &e))?;
-        Ok(conn)
+    fn open(&self) -> Result<Conn, StoreError> {
+        self.shared.backend.connect(self.shared.timeout).map_err(|e| error(&self.shared.url, &e))
     }
 
     /// Runs one call on a pooled connection (a new one if none is idle). A connection that
     /// failed is not given back.
-    fn run<T>(&self, call: impl FnOnce(&mut Connection) -> RedisResult<T>) -> Result<T, StoreError> {
+    fn run<T>(&self, call: impl FnOnce(&mut Conn) -> RedisResult<T>) -> Result<T, StoreError> {
         self.shared.calls.fetch_add(1, Ordering::Relaxed);
         let blocking = || {
             let started = std::time::Instant::now();
@@ -304,14 +302,11 @@ impl RedisKv {
                 // One timeout for the whole call: what opening the connection took is spent.
                 let left =
                     self.shared.timeout.saturating_sub(started.elapsed()).max(Duration::from_millis(1));
-                let url = &self.shared.url;
-                conn.set_read_timeout(Some(left)).map_err(|e| error(url, &e))?;
-                conn.set_write_timeout(Some(left)).map_err(|e| error(url, &e))?;
+                conn.set_timeout(left).map_err(|e| error(&self.shared.url, &e))?;
             }
             let answer = call(&mut conn);
             if fresh && answer.is_ok() {
-                let _ = conn.set_read_timeout(Some(self.shared.timeout));
-                let _ = conn.set_write_timeout(Some(self.shared.timeout));
+                let _ = conn.set_timeout(self.shared.timeout);
             }
             let broken = answer.as_ref().is_err_and(|e| e.is_unrecoverable_error() || e.is_timeout());
             if !broken && conn.is_open() {
@@ -334,7 +329,7 @@ impl RedisKv {
 impl RedisKv {
     /// Runs a write; with [`Options::durable`], on the same connection, `WAIT` for a replica
     /// to have it (and everything this connection wrote before).
-    fn write<T>(&self, call: impl FnOnce(&mut Connection) -> RedisResult<T>) -> Result<T, StoreError> {
+    fn write<T>(&self, key: &str, call: impl FnOnce(&mut Conn) -> RedisResult<T>) -> Result<T, StoreError> {
         if !self.shared.durable {
             return self.run(call);
         }
@@ -342,7 +337,7 @@ impl RedisKv {
         let wait_ms = u64::try_from(self.shared.timeout.as_millis() * 3 / 4).unwrap_or(u64::MAX).max(1);
         let (value, replicas) = self.run(|conn| {
             let value = call(conn)?;
-            let replicas: i64 = redis::cmd("WAIT").arg(1).arg(wait_ms).query(conn)?;
+            let replicas = conn.wait_for_replica(key, wait_ms)?;
             Ok((value, replicas))
         })?;
         if replicas < 1 {
@@ -367,14 +362,14 @@ impl Kv for RedisKv {
         let ttl = self.ttl_for(key);
         let key = self.key(key);
         match ttl {
-            0 => self.write(|conn| conn.set(key, value)),
-            ms => self.write(|conn| conn.pset_ex(key, value, ms)),
+            0 => self.write(&key, |conn| conn.set(&key, value)),
+            ms => self.write(&key, |conn| conn.pset_ex(&key, value, ms)),
         }
     }
 
     fn delete(&mut self, key: &str) -> Result<(), StoreError> {
         let key = self.key(key);
-        self.write(|conn| conn.del(key))
+        self.write(&key, |conn| conn.del(&key))
     }
 
     /// `INCRBY`, and with an expiry `PEXPIRE` in the same round trip (also when adding 0 reads
@@ -382,16 +377,10 @@ impl Kv for RedisKv {
     fn increment(&mut self, key: &str, delta: i64) -> Result<i64, StoreError> {
         let ttl = self.ttl_for(key);
         let key = self.key(key);
-        let add = |conn: &mut Connection| match ttl {
-            0 => conn.incr(&key, delta),
-            ms => {
-                let (n,): (i64,) =
-                    redis::pipe().incr(&key, delta).pexpire(&key, ms as i64).ignore().query(conn)?;
-                Ok(n)
-            }
-        };
+        let script = &self.shared.increment;
+        let add = |conn: &mut Conn| script.key(&key).arg(delta).arg(ttl).invoke(conn);
         // Adding 0 reads the counter: nothing for a replica to acknowledge.
-        if delta == 0 { self.run(add) } else { self.write(add) }
+        if delta == 0 { self.run(add) } else { self.write(&key, add) }
     }
 
     fn watch(&mut self, key: &str) -> Result<(Option<Vec<u8>>, Watched), StoreError> {
@@ -407,19 +396,16 @@ impl Kv for RedisKv {
     /// A `SCAN` step under this handle's prefix: Redis's cursor is the page cursor (`0`: done).
     fn list_keys(&mut self, cursor: Option<&str>) -> Result<(Vec<String>, Option<String>), StoreError> {
         let pattern = format!("{}*", escape_glob(&self.prefix));
-        let at = cursor.unwrap_or("0").to_owned();
-        let (next, mut keys): (String, Vec<String>) = self.run(|conn| {
-            redis::cmd("SCAN").arg(at).arg("MATCH").arg(pattern).arg("COUNT").arg(64).query(conn)
-        })?;
+        let (mut keys, next) = self.run(|conn| conn.scan_step(cursor, &pattern))?;
         for key in &mut keys {
             key.drain(..self.prefix.len());
         }
-        Ok((keys, (next != "0").then_some(next)))
+        Ok((keys, next))
     }
 
     fn swap(&mut self, watched: Watched, value: &[u8]) -> Result<bool, StoreError> {
         let script = &self.shared.swap;
-        let wrote: i64 = self.write(|conn| {
+        let wrote: i64 = self.write(&watched.key.clone(), |conn| {
             script
                 .key(watched.key)
                 .arg(watched.digest.unwrap_or_default())

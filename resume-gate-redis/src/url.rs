@@ -9,7 +9,7 @@ use std::fmt;
 
 use resume_gate::StoreError;
 
-/// A `redis://` or `rediss://` URL whose password is never shown.
+/// A `redis://`, `rediss://` or `redis+cluster://` URL whose password is never shown.
 #[derive(Clone)]
 pub struct StoreUrl {
     full: String,
@@ -24,9 +24,9 @@ impl StoreUrl {
         let Some((scheme, rest)) = url.split_once("://") else {
             return Err(StoreError("a store URL is redis://[USER:PASSWORD@]HOST:PORT[/DB]".into()));
         };
-        if !matches!(scheme, "redis" | "rediss") {
+        if !matches!(scheme, "redis" | "rediss" | "redis+cluster" | "rediss+cluster") {
             return Err(StoreError(format!(
-                "a store URL starts with redis:// or rediss://, not {scheme}://"
+                "a store URL starts with redis://, rediss://, redis+cluster:// or rediss+cluster://, not {scheme}://"
             )));
         }
         let authority_end = rest.find('/').unwrap_or(rest.len());
@@ -48,9 +48,31 @@ impl StoreUrl {
         &self.full
     }
 
-    /// `rediss://`: TLS.
+    /// `rediss://` or `rediss+cluster://`: TLS.
     pub fn is_tls(&self) -> bool {
-        self.full.starts_with("rediss://")
+        self.full.starts_with("rediss")
+    }
+
+    /// `redis+cluster://HOST:PORT[,HOST:PORT…]`: a Redis Cluster, reached through these nodes.
+    pub fn is_cluster(&self) -> bool {
+        self.scheme().ends_with("+cluster")
+    }
+
+    fn scheme(&self) -> &str {
+        self.full.split_once("://").map_or("", |(scheme, _)| scheme)
+    }
+
+    /// A cluster's seed nodes, each as a plain `redis://` (or `rediss://`) URL with the
+    /// credentials: only for the client, never for output.
+    pub(crate) fn cluster_nodes(&self) -> Vec<String> {
+        let scheme = if self.is_tls() { "rediss" } else { "redis" };
+        let rest = self.full.split_once("://").map_or("", |(_, rest)| rest);
+        let (userinfo, hosts) = match rest.rsplit_once('@') {
+            Some((userinfo, hosts)) => (format!("{userinfo}@"), hosts),
+            None => (String::new(), rest),
+        };
+        let hosts = hosts.split('/').next().unwrap_or_default();
+        hosts.split(',').filter(|h| !h.is_empty()).map(|h| format!("{scheme}://{userinfo}{h}")).collect()
     }
 
     /// `text` with the password (and the whole URL) replaced by what `Display` shows.
@@ -94,6 +116,17 @@ mod tests {
                 assert!(!parsed.scrub(&format!("failed: {url}: s3cret refused")).contains("s3cret"));
             }
         }
+    }
+
+    #[test]
+    fn a_cluster_url_names_its_seed_nodes_and_shows_no_password() {
+        let url = StoreUrl::parse("redis+cluster://app:s3cret@h1:1,h2:2").unwrap();
+        assert!(url.is_cluster() && !url.is_tls());
+        assert_eq!(url.to_string(), "redis+cluster://app:***@h1:1,h2:2");
+        assert_eq!(url.cluster_nodes(), ["redis://app:s3cret@h1:1", "redis://app:s3cret@h2:2"]);
+        let tls = StoreUrl::parse("rediss+cluster://h1:1").unwrap();
+        assert!(tls.is_cluster() && tls.is_tls());
+        assert_eq!(tls.cluster_nodes(), ["rediss://h1:1"]);
     }
 
     #[test]

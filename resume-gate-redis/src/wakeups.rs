@@ -125,7 +125,7 @@ impl Inner {
 
 /// Holds one subscription until it fails or nobody holds the `Wakeups` any more.
 fn subscribe(kv: &RedisKv, watcher: &std::sync::Weak<Inner>) -> redis::RedisResult<()> {
-    let mut conn = kv.shared.client.get_connection_with_timeout(kv.shared.timeout)?;
+    let mut conn = kv.shared.backend.subscriber(kv.shared.timeout)?;
     conn.set_read_timeout(Some(LOOK_UP))?;
     let mut pubsub = conn.as_pubsub();
     let pattern = format!("{}*", escape_glob(&channel(&kv.prefix, "")));

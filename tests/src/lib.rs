@@ -27,6 +27,7 @@ pub mod keep_alive;
 pub mod processes;
 pub mod python;
 pub mod redis;
+pub mod redis_cluster;
 pub mod sdk_hosts;
 pub mod workspace;
 
@@ -77,7 +78,8 @@ macro_rules! on_every_server {
 /// Runs each named scenario, a `fn(fn() -> TestServer)`, against the project's own hosts:
 /// host-example, the Spin app, the Spin app over a store that answers like Spin's Redis
 /// backend, the Spin app over a real Redis server, two Spin app hosts sharing that server with
-/// every connection alternating between them, and the same two for host-example (`--store`).
+/// every connection alternating between them, the same two for host-example (`--store`), and
+/// two host-examples on a three-master Redis Cluster (`redis+cluster://`).
 #[macro_export]
 macro_rules! on_rust_servers {
     ($($scenario:ident),* $(,)?) => {$(
@@ -119,6 +121,10 @@ macro_rules! rust_server_tests {
         #[test]
         fn two_host_examples_over_redis() {
             super::$scenario($crate::http::TestServer::two_host_examples_over_redis)
+        }
+        #[test]
+        fn two_host_examples_over_a_cluster() {
+            super::$scenario($crate::http::TestServer::two_host_examples_over_cluster)
         }
     };
 }

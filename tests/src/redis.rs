@@ -23,6 +23,8 @@ pub struct RedisServer {
     persistent: bool,
     /// `requirepass`, and an ACL user `app` with the same password.
     password: Option<String>,
+    /// `cluster-enabled yes` (a node of a [`crate::redis_cluster::RedisCluster`]).
+    cluster: bool,
 }
 
 impl RedisServer {
@@ -50,8 +52,14 @@ impl RedisServer {
     pub fn start_with_password(password: &str) -> Self {
         let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
         let dir = tempfile::tempdir().expect("a data directory");
-        let mut server =
-            Self { child: None, port, dir, persistent: true, password: Some(password.to_owned()) };
+        let mut server = Self {
+            child: None,
+            port,
+            dir,
+            persistent: true,
+            password: Some(password.to_owned()),
+            cluster: false,
+        };
         server.spawn();
         server
     }
@@ -63,7 +71,16 @@ impl RedisServer {
 
     fn start_at(port: u16, persistent: bool) -> Self {
         let dir = tempfile::tempdir().expect("a data directory");
-        let mut server = Self { child: None, port, dir, persistent, password: None };
+        let mut server = Self { child: None, port, dir, persistent, password: None, cluster: false };
+        server.spawn();
+        server
+    }
+
+    /// A server with `cluster-enabled yes` and no slots yet, in memory only.
+    pub fn start_cluster_node() -> Self {
+        let port = TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+        let dir = tempfile::tempdir().expect("a data directory");
+        let mut server = Self { child: None, port, dir, persistent: false, password: None, cluster: true };
         server.spawn();
         server
     }
@@ -163,6 +180,11 @@ impl RedisServer {
                 ["--appendonly", "no", "--appendfsync", "no"]
             })
             .args(["--protected-mode", "no"])
+            .args(if self.cluster {
+                vec!["--cluster-enabled", "yes", "--cluster-node-timeout", "5000"]
+            } else {
+                Vec::new()
+            })
             .args(match &self.password {
                 Some(pw) => vec!["--requirepass".to_owned(), pw.clone()],
                 None => Vec::new(),

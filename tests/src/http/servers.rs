@@ -201,6 +201,29 @@ impl TestServer {
         }
     }
 
+    /// The same two over a Redis Cluster of three masters (`redis+cluster://`): sessions spread
+    /// over the masters by their hash tags.
+    pub fn two_host_examples_over_cluster() -> Self {
+        let prefix = crate::redis::fresh_prefix();
+        let kv = resume_gate_redis::RedisKv::connect(&crate::redis_cluster::shared().url())
+            .expect("connect to the test cluster")
+            .with_prefix(&prefix);
+        let apps: Vec<_> = (0..2).map(|_| app_over(kv.clone(), &Setup::default())).collect();
+        let (runtime, addr) = behind_round_robin(2, |i, runtime, listener| {
+            runtime.spawn(host_example::http::serve_on(apps[i].clone(), listener, Tcp::NoDelay));
+        });
+        let app = apps.into_iter().next();
+        Self {
+            addr,
+            journal: PathBuf::new(),
+            _dir: None,
+            runtime: Some(runtime),
+            app,
+            edge: None,
+            _process: None,
+        }
+    }
+
     /// host-example over any `gate` (the benches' host without one, say), with a journal in a
     /// directory of its own.
     pub fn host_example_over_gate(mut gate: Box<dyn GateApi + Send>) -> Self {
