@@ -123,7 +123,7 @@ return n
 ";
 
 /// `INCRBY KEYS[1] ARGV[1]`, then with `ARGV[2]` ms (`0`: none) `PEXPIRE`: one round trip on
-/// one server or a cluster (which takes no pipelines).
+/// a cluster, which takes no pipelines (one server gets the two as a pipeline).
 const INCREMENT: &str = r"
 local n = redis.call('INCRBY', KEYS[1], ARGV[1])
 if ARGV[2] ~= '0' then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -372,13 +372,22 @@ impl Kv for RedisKv {
         self.write(&key, |conn| conn.del(&key))
     }
 
-    /// `INCRBY`, and with an expiry `PEXPIRE` in the same round trip (also when adding 0 reads
-    /// it: a counter read into being expires like one written).
+    /// `INCRBY`, and with an expiry `PEXPIRE` in the same round trip (a pipeline, or on a
+    /// cluster a script; also when adding 0 reads it: a counter read into being expires like
+    /// one written).
     fn increment(&mut self, key: &str, delta: i64) -> Result<i64, StoreError> {
         let ttl = self.ttl_for(key);
         let key = self.key(key);
         let script = &self.shared.increment;
-        let add = |conn: &mut Conn| script.key(&key).arg(delta).arg(ttl).invoke(conn);
+        let add = |conn: &mut Conn| match ttl {
+            0 => conn.incr(&key, delta),
+            ms if conn.supports_pipelining() => {
+                let (n,): (i64,) =
+                    redis::pipe().incr(&key, delta).pexpire(&key, ms as i64).ignore().query(conn)?;
+                Ok(n)
+            }
+            ms => script.key(&key).arg(delta).arg(ms).invoke(conn),
+        };
         // Adding 0 reads the counter: nothing for a replica to acknowledge.
         if delta == 0 { self.run(add) } else { self.write(&key, add) }
     }
