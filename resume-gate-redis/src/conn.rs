@@ -18,7 +18,7 @@ pub(crate) enum Backend {
     Single(redis::Client),
     /// The cluster, and one of its nodes for the subscription.
     Cluster {
-        client: ClusterClient,
+        client: Box<ClusterClient>,
         seed: redis::Client,
     },
 }
@@ -26,7 +26,7 @@ pub(crate) enum Backend {
 /// A pooled connection.
 pub(crate) enum Conn {
     Single(Connection),
-    Cluster(ClusterConnection),
+    Cluster(Box<ClusterConnection>),
 }
 
 /// `url` as the client's connection details, without `CLIENT SETINFO` on connecting (a
@@ -70,13 +70,13 @@ impl Backend {
                     builder.certs(redis::TlsCertificates { client_tls: None, root_cert: Some(ca.clone()) });
             }
         }
-        Ok(Self::Cluster { client: builder.build()?, seed: client(first, url.is_tls(), options)? })
+        Ok(Self::Cluster { client: Box::new(builder.build()?), seed: client(first, url.is_tls(), options)? })
     }
 
     pub(crate) fn connect(&self, timeout: Duration) -> RedisResult<Conn> {
         let conn = match self {
             Self::Single(client) => Conn::Single(client.get_connection_with_timeout(timeout)?),
-            Self::Cluster { client, .. } => Conn::Cluster(client.get_connection()?),
+            Self::Cluster { client, .. } => Conn::Cluster(Box::new(client.get_connection()?)),
         };
         conn.set_timeout(timeout)?;
         Ok(conn)

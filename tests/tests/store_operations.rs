@@ -156,38 +156,42 @@ fn two_deployments_with_their_own_prefixes_never_meet_on_one_database() {
 
 const WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
-#[test]
-fn sigterm_lets_a_running_call_finish_then_exits_zero() {
-    let redis = RedisServer::start();
-    let mut a = ServerProcess::host_example(&["--store", &redis.url(), "--drain-ms", "10000"]);
-    let client = Client::initialize(a.addr);
+/// SIGTERM while a call runs on `host`: the call finishes, the process exits 0 and accepts
+/// nothing more.
+fn sigterm_lets_a_running_call_finish(mut host: ServerProcess) {
+    let client = Client::initialize(host.addr);
     let mut call = client.call(2, "countdown", json!({"n": 5, "interval_ms": 200}), &[]);
     assert_eq!(call.status, 200);
     assert!(call.next_frame(WAIT).is_some_and(|f| f.is_priming()));
-    a.terminate();
+    host.terminate();
     let frames = call.frames_until_closed(WAIT);
     let results: Vec<_> = frames.iter().map(|f| f.json()).filter(|v| v.get("result").is_some()).collect();
     assert_eq!(results.len(), 1, "the running call finished: {frames:?}");
-    let status = a.wait_exit(WAIT).expect("it exits once its call is done");
+    let status = host.wait_exit(WAIT).expect("it exits once its call is done");
     assert!(status.success(), "{status:?}");
-    assert!(std::net::TcpStream::connect(a.addr).is_err(), "nothing is accepted after SIGTERM");
+    assert!(std::net::TcpStream::connect(host.addr).is_err(), "nothing is accepted after SIGTERM");
+}
+
+#[test]
+fn sigterm_lets_a_running_call_finish_then_exits_zero() {
+    let redis = RedisServer::start();
+    sigterm_lets_a_running_call_finish(ServerProcess::host_example(&[
+        "--store",
+        &redis.url(),
+        "--drain-ms",
+        "10000",
+    ]));
 }
 
 #[test]
 fn edge_host_on_sigterm_lets_a_running_call_finish_then_exits_zero() {
     let redis = RedisServer::start();
-    let mut edge = ServerProcess::edge_host(&["--store", &redis.url(), "--drain-ms", "10000"]);
-    let client = Client::initialize(edge.addr);
-    let mut call = client.call(2, "countdown", json!({"n": 5, "interval_ms": 200}), &[]);
-    assert_eq!(call.status, 200);
-    assert!(call.next_frame(WAIT).is_some_and(|f| f.is_priming()));
-    edge.terminate();
-    let frames = call.frames_until_closed(WAIT);
-    let results: Vec<_> = frames.iter().map(|f| f.json()).filter(|v| v.get("result").is_some()).collect();
-    assert_eq!(results.len(), 1, "the running call finished: {frames:?}");
-    let status = edge.wait_exit(WAIT).expect("it exits once its call is done");
-    assert!(status.success(), "{status:?}");
-    assert!(std::net::TcpStream::connect(edge.addr).is_err(), "nothing is accepted after SIGTERM");
+    sigterm_lets_a_running_call_finish(ServerProcess::edge_host(&[
+        "--store",
+        &redis.url(),
+        "--drain-ms",
+        "10000",
+    ]));
 }
 
 #[test]

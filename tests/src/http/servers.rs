@@ -183,9 +183,12 @@ impl TestServer {
     /// Two host-example servers that share nothing but the tests' Redis server, behind a proxy
     /// that hands each new connection to the other one (as [`TestServer::two_edges_over_redis`]).
     pub fn two_host_examples_over_redis() -> Self {
-        let prefix = crate::redis::fresh_prefix();
-        let apps: Vec<_> =
-            (0..2).map(|_| app_over(crate::redis::shared().kv(&prefix), &Setup::default())).collect();
+        Self::two_host_examples_over(crate::redis::shared().kv(&crate::redis::fresh_prefix()))
+    }
+
+    /// Two host-examples over `kv`, behind the round-robin proxy.
+    fn two_host_examples_over(kv: resume_gate_redis::RedisKv) -> Self {
+        let apps: Vec<_> = (0..2).map(|_| app_over(kv.clone(), &Setup::default())).collect();
         let (runtime, addr) = behind_round_robin(2, |i, runtime, listener| {
             runtime.spawn(host_example::http::serve_on(apps[i].clone(), listener, Tcp::NoDelay));
         });
@@ -204,24 +207,10 @@ impl TestServer {
     /// The same two over a Redis Cluster of three masters (`redis+cluster://`): sessions spread
     /// over the masters by their hash tags.
     pub fn two_host_examples_over_cluster() -> Self {
-        let prefix = crate::redis::fresh_prefix();
         let kv = resume_gate_redis::RedisKv::connect(&crate::redis_cluster::shared().url())
             .expect("connect to the test cluster")
-            .with_prefix(&prefix);
-        let apps: Vec<_> = (0..2).map(|_| app_over(kv.clone(), &Setup::default())).collect();
-        let (runtime, addr) = behind_round_robin(2, |i, runtime, listener| {
-            runtime.spawn(host_example::http::serve_on(apps[i].clone(), listener, Tcp::NoDelay));
-        });
-        let app = apps.into_iter().next();
-        Self {
-            addr,
-            journal: PathBuf::new(),
-            _dir: None,
-            runtime: Some(runtime),
-            app,
-            edge: None,
-            _process: None,
-        }
+            .with_prefix(&crate::redis::fresh_prefix());
+        Self::two_host_examples_over(kv)
     }
 
     /// host-example over any `gate` (the benches' host without one, say), with a journal in a
