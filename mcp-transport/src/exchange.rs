@@ -386,7 +386,8 @@ impl Exchange {
         let recorded =
             if terminal { gate.terminal(session, stream, data) } else { gate.emit(session, stream, data) };
         match recorded {
-            Ok(event) if event.seq <= self.recorded => {
+            // (A host without the gate numbers nothing: every event is 0.)
+            Ok(event) if event.seq != 0 && event.seq <= self.recorded => {
                 // The store went back in time (restored from an older snapshot, a replica
                 // promoted) and numbered this event as one the stream had already sent: its
                 // later events are lost. Nothing more is recorded or sent under ids a client
