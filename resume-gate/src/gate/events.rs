@@ -35,8 +35,15 @@ impl<S: Store> Gate<S> {
     ) -> Result<Recorded, GateError> {
         validate_session_id(session)?;
         // Bytes the budgets lack for this event once nothing else can be freed: the stream's
-        // own oldest events go, or if they are too few, the event is not buffered.
-        let shortfall = self.room_for(event_cost(&data), now, session)?.shortfall;
+        // own oldest events go, or if they are too few, the event is not buffered. (Within
+        // both budgets it needs no look at the session: the stream names its epoch.)
+        let need = event_cost(&data);
+        let shortfall = if self.over_a_budget(need, session)? {
+            self.store.session_stamp(session)?.ok_or(GateError::UnknownSession)?;
+            self.room_for(need, now, session)?.shortfall
+        } else {
+            0
+        };
         let event = NewEvent { terminal, now, shortfall };
         let Some(appended) = self.append(session, no, data, &event)? else {
             return Err(match self.store.session_stamp(session)? {

@@ -70,12 +70,9 @@ impl<S: Store> Gate<S> {
     /// Frees bytes until `need` more fit in both the session's `max-bytes-per-session` and
     /// `max-total-bytes`; see [`Gate::make_room`].
     pub(super) fn room_for(&mut self, need: u64, now: Millis, session: &str) -> Result<Room, GateError> {
-        // Within both budgets it needs no look at the session (a stream names its epoch);
-        // nothing is freed for a session that is gone.
         if !self.over_a_budget(need, session)? {
             return Ok(Room { shortfall: 0, reclaimed: None });
         }
-        self.store.session_stamp(session)?.ok_or(GateError::UnknownSession)?;
         let own = self.make_room(Budget::Session, need, now, session)?;
         let all = self.make_room(Budget::Total, need, now, session)?;
         Ok(Room { shortfall: own.shortfall.max(all.shortfall), reclaimed: all.reclaimed })
