@@ -35,6 +35,20 @@ def test_a_resume_replays_exactly_the_missed_events_and_a_stale_cursor_starts_fr
     assert gate.reconnect("s", opened.priming.id, 2).reason == "post-never-resumes"
 
 
+def test_the_gate_leaves_wasmtime_as_it_found_it_for_everyone_else() -> None:
+    import wasmtime.component as wc
+    from wasmtime.component import _types as t
+
+    before = {cls: dict(vars(cls)) for cls in (wc.Func, t.FuncType, t.RecordType, t.VariantType, t.ResultType)}
+    gate = Gate()
+    gate.open_session("s")
+    opened = gate.open_stream("s", 1)
+    gate.emit("s", opened.stream, '{"n":1}')
+    after = {cls: dict(vars(cls)) for cls in before}
+    assert after == before, "the gate patched a wasmtime class"
+    assert all(type(f) is not wc.Func for f in gate._funcs.values()), "the gate's own functions remember their types"
+
+
 def test_refusals_are_typed_gate_errors_with_their_http_status() -> None:
     gate = Gate()
     gate.open_session("s")

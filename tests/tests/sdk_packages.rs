@@ -69,7 +69,7 @@ fn the_python_package_api_passes_its_tests_over_the_real_component() {
             .env("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM),
     );
     println!("{out}");
-    assert!(out.contains("11 passed, 0 failed"), "eleven passing tests expected");
+    assert!(out.contains("12 passed, 0 failed"), "twelve passing tests expected");
 }
 
 /// `hosts/<lang>/example --port P`, the command the README gives, serves MCP: a session, a

@@ -22,8 +22,6 @@ from wasmtime.component import Variant
 
 from . import _typecache
 
-_typecache.install()
-
 GATE_INTERFACE = "mcp:resume-gate/gate@0.1.0"
 
 #: The one table from a ``gate-error`` case to the HTTP answer, ``(status, JSON-RPC code)``, in WIT
@@ -177,7 +175,7 @@ class Gate:
             "abort-request poll-stream on-reconnect read-counters collect-garbage"
         ).split():
             index = instance.get_export_index(self._store, name, interface)
-            self._funcs[name] = instance.get_func(self._store, index)
+            self._funcs[name] = _typecache.adopt(instance.get_func(self._store, index))
         self._lock = threading.Lock()
         self.config = self.default_config()
         if config:
