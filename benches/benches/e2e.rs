@@ -20,7 +20,6 @@
 //! sides and load levels and write nothing); `cargo test --bench e2e` runs every side and
 //! workload briefly and checks every call got its result.
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -59,36 +58,14 @@ struct Side {
     _server: Server,
 }
 
-fn node_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../benches/node")
-}
-
 fn in_process(name: &'static str, server: TestServer) -> Side {
     Side { name, addr: server.addr, _server: Server::InProcess { _running: Box::new(server) } }
 }
 
-/// The TypeScript SDK's reference server, on a port it picks and prints.
+/// The TypeScript SDK's reference server, with its example's in-memory event store.
 fn ts_sdk_server() -> Result<Side> {
-    let dir = node_dir();
-    ensure!(
-        dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
-        "run `npm ci --prefix benches/node` first (benches/run and .ci/run do)"
-    );
-    let mut child = Command::new("node")
-        .arg(dir.join("ts-sdk-server.mjs"))
-        .args(["--port", "0"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .context("start node")?;
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
-    let port: u16 =
-        line.trim().strip_prefix("listening ").and_then(|p| p.parse().ok()).context(line.clone())?;
-    Ok(Side {
-        name: "ts-sdk server",
-        addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        _server: Server::Process(child),
-    })
+    let (child, addr) = benches::ts_sdk_server(&[])?;
+    Ok(Side { name: "ts-sdk server", addr, _server: Server::Process(child) })
 }
 
 /// The Python SDK's own server (`benches/python/py_sdk_server.py`, uvicorn), on a free port.
@@ -117,7 +94,7 @@ fn py_sdk_server() -> Result<Side> {
 /// The official TypeScript client's call times against `side`, in µs.
 fn ts_client(side: &Side, calls: usize, warm_up: usize) -> Result<Vec<f64>> {
     let out = Command::new("node")
-        .arg(node_dir().join("ts-client-bench.mjs"))
+        .arg(benches::node_dir().join("ts-client-bench.mjs"))
         .args(["--url", &format!("http://{}/mcp", side.addr)])
         .args(["--calls", &calls.to_string(), "--warm-up", &warm_up.to_string()])
         .args(["--tool", TOOL, "--arguments", &arguments().to_string()])
@@ -147,7 +124,7 @@ struct Plan {
 }
 
 fn main() -> Result<()> {
-    tests::npm_ci(&node_dir());
+    tests::npm_ci(&benches::node_dir());
     let full = std::env::args().any(|a| a == "--bench");
     let plan = if full {
         Plan {

@@ -7,12 +7,20 @@
 //!   session: the second is this binary again, started with `RESUME_GATE_BENCH_PEER`).
 //! - `tools/call` end to end (`countdown {n: 0}`, one and 32 kept-alive sessions): host-example
 //!   and edge-host (the Spin app) over Redis, each beside itself without it.
+//! - Store commands (counted by Redis: `INFO commandstats`) and round trips (counted by the
+//!   gate's client) per `tools/call`, per `on-emit` and per resume of k events; beside them the
+//!   TypeScript SDK server with an event store over Redis Streams
+//!   (`benches/node/redis-streams-event-store.mjs`, what an SDK user would write).
+//! - `tools/call` from 1, 32 and 256 sessions spread over two host-example processes sharing one
+//!   Redis, and sharing a Redis Cluster of three masters, beside one host-example keeping its
+//!   state in its instance and the TypeScript SDK server (in memory, and over Redis Streams).
 //! - Keys in Redis after the end-to-end run, against the sessions still open, and after those
 //!   ended.
 //!
 //! `cargo bench --bench redis` writes `redis.md` (into `$BENCH_OUT_DIR`, default `target/bench`)
 //! for the report; `cargo test --bench redis` runs each part briefly and checks every answer.
 
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
@@ -23,7 +31,9 @@ use serde_json::json;
 use tests::drivers::{Driver, InProcess, WasmKv};
 use tests::http::TestServer;
 use tests::keep_alive::{self, percentile};
+use tests::processes::ServerProcess;
 use tests::redis::RedisServer;
+use tests::redis_cluster::RedisCluster;
 
 struct Plan {
     samples: usize,
@@ -31,6 +41,8 @@ struct Plan {
     e2e: Duration,
     /// Sessions calling at once in the end-to-end table (each on its own connection).
     sessions: &'static [usize],
+    /// How many of each operation the command counts average over.
+    counted_calls: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -222,6 +234,159 @@ fn key_classes(kv: &RedisKv, keys: &[String]) -> Result<String> {
     Ok(out)
 }
 
+/// What one operation cost the store, averaged over the times it ran.
+struct Cost {
+    commands: f64,
+    /// Round trips the gate's client made (`None`: not counted, another client).
+    round_trips: Option<f64>,
+    /// The commands, most frequent first.
+    by_command: String,
+}
+
+/// Runs `op` `times` times and counts what every server of `servers` ran meanwhile, and the
+/// round trips `kv` (if given) made.
+fn cost_of(
+    servers: &[&RedisServer],
+    kv: Option<&RedisKv>,
+    times: usize,
+    mut op: impl FnMut() -> Result<()>,
+) -> Result<Cost> {
+    for s in servers {
+        s.reset_command_counts();
+    }
+    let trips = kv.map(RedisKv::calls);
+    for _ in 0..times {
+        op()?;
+    }
+    let trips = kv.zip(trips).map(|(kv, before)| (kv.calls() - before) as f64 / times as f64);
+    let mut counts: Vec<(String, u64)> = Vec::new();
+    for s in servers {
+        for (name, n) in s.command_counts() {
+            match counts.iter_mut().find(|(c, _)| *c == name) {
+                Some((_, sum)) => *sum += n,
+                None => counts.push((name, n)),
+            }
+        }
+    }
+    counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let total: u64 = counts.iter().map(|(_, n)| n).sum();
+    let per = |n: u64| n as f64 / times as f64;
+    let by_command =
+        counts.iter().map(|(name, n)| format!("{:.1} `{name}`", per(*n))).collect::<Vec<_>>().join(", ");
+    Ok(Cost { commands: per(total), round_trips: trips, by_command })
+}
+
+fn cost_row(what: &str, c: &Cost) -> String {
+    let trips = c.round_trips.map_or("—".to_owned(), |t| format!("{t:.1}"));
+    format!("| {what} | {:.1} | {trips} | {} |\n", c.commands, c.by_command)
+}
+
+/// Store commands per operation: `tools/call` through each server, and the gate's own
+/// operations through the native core.
+fn costs(
+    server: &RedisServer,
+    cluster: &RedisCluster,
+    runtime: &tokio::runtime::Runtime,
+    calls: usize,
+) -> Result<String> {
+    let mut md = String::from(
+        "\nStore commands per operation, counted by the store (`INFO commandstats`, summed over \
+         every master of the cluster), and round trips counted by the gate's client; a \
+         `tools/call` is `countdown {n: 0}` on a session already open:\n\n\
+         | operation | commands | round trips | commands by name |\n| --- | ---: | ---: | --- |\n",
+    );
+    let call = |addr: SocketAddr, servers: &[&RedisServer], kv: Option<&RedisKv>| -> Result<Cost> {
+        let mut session = runtime.block_on(keep_alive::Session::open(addr))?;
+        runtime.block_on(session.call("countdown", json!({"n": 0})))?;
+        let cost = cost_of(servers, kv, calls, || {
+            runtime.block_on(session.call("countdown", json!({"n": 0}))).map(drop)
+        })?;
+        runtime.block_on(session.close())?;
+        Ok(cost)
+    };
+    let kv = server.kv(&tests::redis::fresh_prefix());
+    let host = TestServer::host_example_over(kv.clone());
+    md.push_str(&cost_row("`tools/call`, host-example `--store`", &call(host.addr, &[server], Some(&kv))?));
+    drop(host);
+    let edge = TestServer::edge_over(kv.clone());
+    md.push_str(&cost_row(
+        "`tools/call`, edge-host `--store` (the Spin app)",
+        &call(edge.addr, &[server], Some(&kv))?,
+    ));
+    drop(edge);
+    let masters: Vec<&RedisServer> = cluster.nodes().iter().collect();
+    let ckv = RedisKv::connect(&cluster.url())
+        .map_err(|e| anyhow::anyhow!(e.0))?
+        .with_prefix(&tests::redis::fresh_prefix());
+    let host = TestServer::host_example_over(ckv.clone());
+    md.push_str(&cost_row(
+        "`tools/call`, host-example `--store redis+cluster://`",
+        &call(host.addr, &masters, Some(&ckv))?,
+    ));
+    drop(host);
+    let (mut ts, addr) = benches::ts_sdk_server(&["--event-store", &server.url()])?;
+    let ts_cost = call(addr, &[server], None);
+    let _ = ts.kill();
+    let _ = ts.wait();
+    md.push_str(&cost_row("`tools/call`, TypeScript SDK server, events in Redis Streams", &ts_cost?));
+
+    let mut h = prepare(Side::Native, kv.clone(), 21, 200)?;
+    md.push_str(&cost_row(
+        "`on-emit` (native core)",
+        &cost_of(&[server], Some(&kv), calls, || {
+            h.ids.push(h.d.emit(&h.session, h.stream, &h.data)?.id);
+            Ok(())
+        })?,
+    ));
+    for k in [10, 100] {
+        let ids = h.ids.clone();
+        let cursor = ids[ids.len() - 1 - k].clone();
+        let resumed = cost_of(&[server], Some(&kv), calls, || {
+            match h.d.reconnect(&h.session, cursor.as_bytes(), &Origin::Standalone) {
+                Ok(Decision::Resume(r)) if r.events.len() == k => Ok(()),
+                other => anyhow::bail!("expected a resume of {k} events: {other:?}"),
+            }
+        })?;
+        md.push_str(&cost_row(&format!("resume of k = {k} (native core)"), &resumed));
+    }
+    h.d.end_session(&h.session)?;
+    Ok(md)
+}
+
+/// The TypeScript SDK's reference server as a child process, killed when dropped.
+struct TsServer(std::process::Child, SocketAddr);
+
+impl TsServer {
+    fn start(args: &[&str]) -> Result<Self> {
+        let (child, addr) = benches::ts_sdk_server(args)?;
+        Ok(Self(child, addr))
+    }
+}
+
+impl Drop for TsServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// What serves a row of the end-to-end table.
+enum Running {
+    InProcess(TestServer),
+    TwoProcesses([ServerProcess; 2]),
+    Ts(TsServer),
+}
+
+impl Running {
+    fn addrs(&self) -> Vec<SocketAddr> {
+        match self {
+            Running::InProcess(s) => vec![s.addr],
+            Running::TwoProcesses(two) => two.iter().map(|p| p.addr).collect(),
+            Running::Ts(ts) => vec![ts.1],
+        }
+    }
+}
+
 fn fmt(d: Duration) -> String {
     let us = d.as_secs_f64() * 1e6;
     if us >= 1000.0 { format!("{:.2} ms", us / 1000.0) } else { format!("{us:.0} µs") }
@@ -237,9 +402,21 @@ fn main() -> Result<()> {
     }
     let full = std::env::args().any(|a| a == "--bench");
     let plan = if full {
-        Plan { samples: 300, buffered: &[100, 10_000], e2e: Duration::from_secs(3), sessions: &[1, 32] }
+        Plan {
+            samples: 300,
+            buffered: &[100, 10_000],
+            e2e: Duration::from_secs(3),
+            sessions: &[1, 32, 256],
+            counted_calls: 200,
+        }
     } else {
-        Plan { samples: 3, buffered: &[100], e2e: Duration::from_millis(200), sessions: &[1, 4] }
+        Plan {
+            samples: 3,
+            buffered: &[100],
+            e2e: Duration::from_millis(200),
+            sessions: &[1, 4],
+            counted_calls: 5,
+        }
     };
     let server = RedisServer::start_in_memory();
     let mut md = String::from("### 7. On Redis\n\n");
@@ -266,33 +443,52 @@ fn main() -> Result<()> {
         }
     }
 
-    // End to end, connections kept alive: the Spin app over Redis and over its own map.
+    // End to end, connections kept alive: every server over Redis beside itself without it.
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let cluster = RedisCluster::start();
+    md.push_str(&costs(&server, &cluster, &runtime, plan.counted_calls)?);
     md.push_str(
         "\n`tools/call` end to end (`countdown {n: 0}`), each server over Redis beside itself without \
-         it: one session calling back to back, and 32 at once, each on its own kept-alive \
-         connection:\n\n",
+         it; sessions call at once, each on its own kept-alive connection, spread evenly over the \
+         processes of a row:\n\n",
     );
     md.push_str("| server | sessions | calls/s | p50 | p99 |\n| --- | ---: | ---: | ---: | ---: |\n");
     let prefix = tests::redis::fresh_prefix();
     let keys_kv = server.kv(&prefix);
-    for (name, srv) in [
-        ("host-example `--store` (Redis)", TestServer::host_example_over(server.kv(&prefix))),
-        ("host-example (state in its instance)", TestServer::host_example()),
-        ("edge-host `--store` (Redis)", TestServer::edge_over(server.kv(&prefix))),
-        ("edge-host (in-process map)", TestServer::edge()),
-    ] {
+    let processes = |url: &str| {
+        let p = tests::redis::fresh_prefix();
+        let args = ["--store", url, "--store-prefix", &p];
+        Running::TwoProcesses([ServerProcess::host_example(&args), ServerProcess::host_example(&args)])
+    };
+    let sides = [
+        ("host-example (state in its instance)", Running::InProcess(TestServer::host_example())),
+        (
+            "host-example `--store` (Redis)",
+            Running::InProcess(TestServer::host_example_over(server.kv(&prefix))),
+        ),
+        ("two host-example processes `--store` (Redis)", processes(&server.url())),
+        ("two host-example processes `--store` (3-master cluster)", processes(&cluster.url())),
+        ("edge-host `--store` (Redis)", Running::InProcess(TestServer::edge_over(server.kv(&prefix)))),
+        ("edge-host (in-process map)", Running::InProcess(TestServer::edge())),
+        ("TypeScript SDK server (in memory)", Running::Ts(TsServer::start(&[])?)),
+        (
+            "TypeScript SDK server, events in Redis Streams",
+            Running::Ts(TsServer::start(&["--event-store", &server.url()])?),
+        ),
+    ];
+    for (name, running) in &sides {
+        let addrs = running.addrs();
         for sessions in plan.sessions {
             let load = runtime
-                .block_on(keep_alive::load(
-                    srv.addr,
+                .block_on(keep_alive::load_over(
+                    &addrs,
                     *sessions,
                     "countdown",
                     json!({"n": 0}),
                     plan.e2e / 5,
                     plan.e2e,
                 ))
-                .with_context(|| name.to_owned())?;
+                .with_context(|| (*name).to_owned())?;
             ensure!(load.calls > 0, "{name}: no call finished");
             md.push_str(&format!(
                 "| {name} | {sessions} | {:.0} | {} | {} |\n",
@@ -302,6 +498,7 @@ fn main() -> Result<()> {
             ));
         }
     }
+    drop(sides);
     // Keys left: the load above opened and closed its session; open a few more and end them.
     let during = {
         let srv = TestServer::edge_over(server.kv(&prefix));

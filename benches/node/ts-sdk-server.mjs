@@ -6,6 +6,9 @@
  * semantics as host-example: `countdown {n, interval_ms}` (n progress notifications, then
  * "done") and `test_simple_text`. The example's per-request console logging is left out.
  *
+ * With `--event-store redis://host:port`, each transport keeps its events in Redis Streams
+ * instead (`redis-streams-event-store.mjs`); sessions stay in the process, as in the example.
+ *
  *   node benches/node/ts-sdk-server.mjs --port 0     # prints "listening PORT" once it serves
  */
 import { randomUUID } from "node:crypto";
@@ -17,7 +20,13 @@ import { createMcpExpressApp } from "@modelcontextprotocol/sdk/server/express.js
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { InMemoryEventStore } from "@modelcontextprotocol/sdk/examples/shared/inMemoryEventStore.js";
 
-const { values: args } = parseArgs({ options: { port: { type: "string", default: "0" } } });
+import { RedisStreamsEventStore } from "./redis-streams-event-store.mjs";
+
+const { values: args } = parseArgs({
+  options: { port: { type: "string", default: "0" }, "event-store": { type: "string", default: "memory" } },
+});
+const redisEvents =
+  args["event-store"] === "memory" ? undefined : await RedisStreamsEventStore.connect(args["event-store"]);
 
 function mcpServer() {
   const server = new McpServer({ name: "ts-sdk reference server", version: "1.0.0" });
@@ -69,7 +78,7 @@ app.post("/mcp", async (req, res) => {
   }
   const fresh = new StreamableHTTPServerTransport({
     sessionIdGenerator: () => randomUUID(),
-    eventStore: new InMemoryEventStore(),
+    eventStore: redisEvents ?? new InMemoryEventStore(),
     onsessioninitialized: (sid) => sessions.set(sid, fresh),
   });
   fresh.onclose = () => fresh.sessionId && sessions.delete(fresh.sessionId);

@@ -12,6 +12,43 @@
 
 pub mod bypass;
 
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use anyhow::{Context, ensure};
+
+/// `benches/node`: the official TypeScript SDK's server and client, installed by `npm ci`.
+pub fn node_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node")
+}
+
+/// The TypeScript SDK's reference server (`node/ts-sdk-server.mjs`) with `args`, on a port it
+/// picks; the child process (kill it when done) and where it listens.
+pub fn ts_sdk_server(args: &[&str]) -> anyhow::Result<(Child, SocketAddr)> {
+    let dir = node_dir();
+    ensure!(
+        dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
+        "run `npm ci --prefix benches/node` first (benches/run and .ci/run do)"
+    );
+    let mut child = Command::new("node")
+        .arg(dir.join("ts-sdk-server.mjs"))
+        .args(["--port", "0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("start node")?;
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
+    let port = line.trim().strip_prefix("listening ").and_then(|p| p.parse().ok());
+    let Some(port) = port else {
+        let _ = child.kill();
+        anyhow::bail!("the TypeScript SDK server did not start: {line:?}");
+    };
+    Ok((child, SocketAddr::from(([127, 0, 0, 1], port))))
+}
+
 /// Writes a bench binary's result as `name` into `$BENCH_OUT_DIR` (default `target/bench`),
 /// where `benches/run` hands it to the report.
 pub fn write_bench_result(name: &str, result: &serde_json::Value) -> anyhow::Result<()> {

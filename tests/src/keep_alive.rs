@@ -140,9 +140,22 @@ pub async fn load(
     warm_up: Duration,
     measure: Duration,
 ) -> Result<Load> {
+    load_over(&[addr], sessions, tool, arguments, warm_up, measure).await
+}
+
+/// [`load`] over several servers that share a store: session `i` talks to `addrs[i % n]`.
+pub async fn load_over(
+    addrs: &[SocketAddr],
+    sessions: usize,
+    tool: &str,
+    arguments: Value,
+    warm_up: Duration,
+    measure: Duration,
+) -> Result<Load> {
+    ensure!(!addrs.is_empty(), "no server to load");
     let mut opened = Vec::with_capacity(sessions);
-    for _ in 0..sessions {
-        opened.push(Session::open(addr).await?);
+    for i in 0..sessions {
+        opened.push(Session::open(addrs[i % addrs.len()]).await?);
     }
     let start = Instant::now() + Duration::from_millis(10);
     let (from, until) = (start + warm_up, start + warm_up + measure);

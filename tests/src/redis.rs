@@ -140,6 +140,28 @@ impl RedisServer {
             .expect("INFO names the process id")
     }
 
+    /// Commands the server ran since its last [`RedisServer::reset_command_counts`], by
+    /// command (`INFO commandstats`), without those two calls' own.
+    pub fn command_counts(&self) -> Vec<(String, u64)> {
+        let mut conn = self.connection();
+        let stats: String =
+            redis::cmd("INFO").arg("commandstats").query(&mut conn).expect("INFO commandstats");
+        stats
+            .lines()
+            .filter_map(|l| {
+                let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
+                let calls = rest.strip_prefix("calls=")?.split(',').next()?.parse().ok()?;
+                (!["info", "config|resetstat"].contains(&name)).then(|| (name.to_owned(), calls))
+            })
+            .collect()
+    }
+
+    /// `CONFIG RESETSTAT`: counts start again from zero.
+    pub fn reset_command_counts(&self) {
+        let () =
+            redis::cmd("CONFIG").arg("RESETSTAT").query(&mut self.connection()).expect("CONFIG RESETSTAT");
+    }
+
     /// A client of this server whose keys all start with `prefix`.
     pub fn kv(&self, prefix: &str) -> RedisKv {
         RedisKv::connect(&self.url()).expect("connect to the test server").with_prefix(prefix)

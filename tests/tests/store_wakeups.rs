@@ -9,30 +9,12 @@ use tests::redis::RedisServer;
 
 const WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
-/// Commands the server ran since its last `CONFIG RESETSTAT`, by command, without the test's own.
-fn commands(redis: &RedisServer) -> Vec<(String, u64)> {
-    let mut conn = redis.connection();
-    let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut conn).unwrap();
-    stats
-        .lines()
-        .filter_map(|l| {
-            let (name, rest) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let calls = rest.strip_prefix("calls=")?.split(',').next()?.parse().ok()?;
-            (!["info", "config|resetstat"].contains(&name)).then(|| (name.to_owned(), calls))
-        })
-        .collect()
-}
-
-fn reset_stats(redis: &RedisServer) {
-    let () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut redis.connection()).unwrap();
-}
-
 #[test]
 fn a_hundred_idle_gets_cost_the_store_a_few_commands_each_not_a_poll_every_25_ms() {
     let redis = RedisServer::start();
     let host = ServerProcess::host_example(&["--store", &redis.url()]);
     let clients: Vec<Client> = (0..100).map(|_| Client::initialize(host.addr)).collect();
-    reset_stats(&redis);
+    redis.reset_command_counts();
     let mut gets: Vec<_> = clients.iter().map(|c| c.get(None)).collect();
     assert!(gets.iter().all(|g| g.status == 200));
     // Each follows for its 10 s, then ends with a `retry`.
@@ -42,7 +24,7 @@ fn a_hundred_idle_gets_cost_the_store_a_few_commands_each_not_a_poll_every_25_ms
         assert!(frames.last().is_some_and(|f| f.retry.is_some()), "{frames:?}");
     }
     assert!(started.elapsed() >= std::time::Duration::from_secs(8), "they were held open");
-    let counted = commands(&redis);
+    let counted = redis.command_counts();
     let total: u64 = counted.iter().map(|(_, n)| n).sum();
     eprintln!("100 idle GETs over 10 s: {total} commands: {counted:?}");
     // Each (21 when written): opening the standalone stream (its number, its record, the
