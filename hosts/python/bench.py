@@ -15,7 +15,7 @@ import time
 import mcp_types as types
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 
-from reference_store import InMemoryEventStore
+from resume_gate.reference_store import InMemoryEventStore
 from resume_gate import Gate, Resume
 from resume_gate.sdk import GateEventStore, _current, _Request, _Session
 

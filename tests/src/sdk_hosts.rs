@@ -88,7 +88,7 @@ pub fn prepare_python() {
     PREPARED.get_or_init(|| prepare(&python_dir(), &[("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM)]));
 }
 
-/// The Python example server (`hosts/python/example.py`) with its journal at `journal`.
+/// The Python example server (`resume_gate.example`) with its journal at `journal`.
 pub fn python_example(journal: &Path, store: Store) -> ServerProcess {
     python_example_with(journal, store, &[])
 }
@@ -98,7 +98,7 @@ pub fn python_example_with(journal: &Path, store: Store, args: &[&str]) -> Serve
     prepare_python();
     let dir = python_dir();
     let mut cmd = Command::new(dir.join(".venv/bin/python"));
-    cmd.arg(dir.join("example.py"))
+    cmd.args(["-m", "resume_gate.example"])
         .arg("--journal")
         .arg(journal)
         .args(["--store", store.arg()])

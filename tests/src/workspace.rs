@@ -84,7 +84,13 @@ pub struct Shell {
 impl Shell {
     /// Starts `line` in `dir`, collecting what it prints.
     pub fn start(line: &str, dir: &Path) -> Self {
+        Self::start_with(line, dir, &[])
+    }
+
+    /// [`Shell::start`] with `envs` set.
+    pub fn start_with(line: &str, dir: &Path, envs: &[(&str, &str)]) -> Self {
         let mut child = user_command(line, dir)
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

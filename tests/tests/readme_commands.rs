@@ -32,6 +32,9 @@ enum Run {
     Spin { port: u16, host: &'static str },
     /// `.ci/run` runs it.
     CiRuns,
+    /// `tests/packages.rs` runs it in an empty project outside the repository, with the
+    /// package it installs made there.
+    InAnEmptyProject,
 }
 
 /// Every command line the README shows, and how this test runs it.
@@ -81,6 +84,10 @@ const COMMANDS: &[(&str, Run)] = &[
     ),
     ("hosts/node/example --port 9000", Run::Serves { port: 9000, host: "127.0.0.1:9000" }),
     ("hosts/python/example --port 9001", Run::Serves { port: 9001, host: "127.0.0.1:9001" }),
+    ("npm install ./resume-gate-0.1.0.tgz @modelcontextprotocol/sdk@1.32", Run::InAnEmptyProject),
+    ("node server.mjs", Run::InAnEmptyProject),
+    ("pip install \"./resume_gate-0.1.0-py3-none-any.whl[sdk]\"", Run::InAnEmptyProject),
+    ("python server.py", Run::InAnEmptyProject),
     ("benches/run", Run::Help),
     ("fuzz/run", Run::Begins("INITED")),
     ("fuzz/run --smoke", Run::CiRuns),
@@ -236,6 +243,7 @@ fn every_command_the_readme_shows_runs_as_written() {
                     eprintln!("ran `{line} --help`");
                 }
                 Run::CiRuns => not_run.push(format!("`{line}`: .ci/run runs it")),
+                Run::InAnEmptyProject => not_run.push(format!("`{line}`: tests/packages.rs runs it")),
             }
         }
         check_shared_sessions(&running);

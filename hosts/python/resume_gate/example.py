@@ -26,7 +26,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from resume_gate import Gate
-from reference_store import InMemoryEventStore
+from resume_gate.reference_store import InMemoryEventStore
 from resume_gate.sdk import gated_streamable_http_app
 
 MAX_APPEND_BYTES = 64 * 1024

@@ -143,9 +143,13 @@ class StreamStatus:
 
 
 def default_wasm() -> Path:
-    """``RESUME_GATE_WASM``, else the workspace's build (``target/component/resume_gate.wasm``)."""
+    """``RESUME_GATE_WASM``, else the component the wheel carries, else the workspace's build
+    (``target/component/resume_gate.wasm``, for a checkout)."""
     if path := os.environ.get("RESUME_GATE_WASM"):
         return Path(path)
+    packaged = Path(__file__).with_name("gate.wasm")
+    if packaged.is_file():
+        return packaged
     return Path(__file__).resolve().parents[3] / "target" / "component" / "resume_gate.wasm"
 
 

@@ -1,6 +1,7 @@
 """The package's API over the real component, and its ``mcp`` SDK adapter through the example
-server (``example.py``, started on a free port): ``python test_gate.py`` (run by
-tests/tests/sdk_packages.rs with the venv of requirements.lock). Prints ``N passed, M failed``."""
+server (``resume_gate.example``, started on a free port): ``pytest --pyargs resume_gate`` wherever
+the package is installed (tests/tests/sdk_packages.rs runs it in the repository's virtualenv,
+tests/tests/packages.rs in a fresh one holding only the wheel)."""
 
 import http.client
 import json
@@ -10,7 +11,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 from pathlib import Path
 
 from resume_gate import GATE_ERRORS, Fresh, Gate, GateError, Resume
@@ -195,17 +195,17 @@ def test_every_stranded_request_of_a_batch_is_named_and_a_cancelled_one_never() 
 
 
 class _Server:
-    """``example.py`` on a free port, for the adapter's tests (started once)."""
+    """``resume_gate.example`` on a free port, for the adapter's tests (started once)."""
 
     _instance: "_Server | None" = None
 
     def __init__(self) -> None:
-        here = Path(__file__).resolve().parent
+        here = Path(__file__).resolve().parents[2]
         self.dir = tempfile.TemporaryDirectory()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(here), os.environ.get("PYTHONPATH")]))}
         journal = str(Path(self.dir.name) / "journal.txt")
         self.process = subprocess.Popen(
-            [sys.executable, str(here / "example.py"), "--port", "0", "--journal", journal],
+            [sys.executable, "-m", "resume_gate.example", "--port", "0", "--journal", journal],
             stdout=subprocess.PIPE,
             env=env,
             text=True,
@@ -380,18 +380,5 @@ def test_sdk_a_request_the_sdk_refused_keeps_its_id_for_the_corrected_retry() ->
     assert (error["error"]["code"], error["id"]) == (GATE_ERRORS["duplicate-request-id"][1], 7), error
 
 
-if __name__ == "__main__":
-    passed = failed = 0
-    for name, test in list(globals().items()):
-        if name.startswith("test_"):
-            try:
-                test()
-                passed += 1
-                print(f"ok {name}")
-            except Exception:
-                failed += 1
-                print(f"FAILED {name}")
-                traceback.print_exc()
+def teardown_module() -> None:
     _Server.stop()
-    print(f"{passed} passed, {failed} failed")
-    raise SystemExit(1 if failed else 0)

@@ -1,0 +1,189 @@
+//! The npm package and the Python wheel work where their users are: made here (`npm pack`,
+//! `python -m build --wheel`), then installed into an empty project in a temporary directory
+//! with cargo and rustc taken off `PATH` and nothing of this repository in reach. There the
+//! README's install line, its example server and its start command run as written, the
+//! official client of each SDK calls the server, and each package's own tests pass.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Command;
+
+use tests::sdk_hosts::{node_dir, prepare_node, prepare_python, python_dir};
+use tests::workspace::{Shell, output, root, run_to_end};
+
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The README's fenced blocks, each its language and its lines.
+fn readme_blocks() -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let mut blocks = Vec::new();
+    let mut current: Option<(String, Vec<String>)> = None;
+    for line in text.lines() {
+        match (line.trim_start().strip_prefix("```"), current.as_mut()) {
+            (Some(_), Some(_)) => blocks.push(current.take().unwrap()),
+            (Some(lang), None) => current = Some((lang.trim().to_owned(), Vec::new())),
+            (None, Some((_, lines))) => lines.push(line.to_owned()),
+            (None, None) => {}
+        }
+    }
+    blocks
+}
+
+/// The README's install line that starts with `install`, the line of its block (or a later
+/// one) that starts the example, and the example: the `lang` block after it, saved as `file`.
+struct Shown {
+    install: String,
+    example: String,
+    start: String,
+}
+
+fn shown(install: &str, lang: &str, file: &str) -> Shown {
+    let blocks = readme_blocks();
+    let line = |i: usize, prefix: &str| {
+        blocks[i..].iter().find_map(|(l, lines)| {
+            (l == "sh").then(|| lines.iter().find(|x| x.starts_with(prefix)).cloned()).flatten()
+        })
+    };
+    let at = blocks
+        .iter()
+        .position(|(l, lines)| l == "sh" && lines.iter().any(|x| x.starts_with(install)))
+        .unwrap_or_else(|| panic!("README.md shows no `{install}` line"));
+    let install = line(at, install).unwrap();
+    let example =
+        blocks[at..].iter().position(|(l, _)| l == lang).map(|i| at + i).expect("an example after it");
+    let start = line(at, &format!("{} {file}", if lang == "js" { "node" } else { "python" }))
+        .unwrap_or_else(|| panic!("README.md shows no line starting {file}"));
+    Shown { install, example: blocks[example].1.join("\n") + "\n", start }
+}
+
+/// `PATH` without the directories that hold cargo or rustc.
+fn path_without_rust() -> String {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let kept: Vec<&str> = path
+        .split(':')
+        .filter(|d| !["cargo", "rustc"].iter().any(|tool| Path::new(d).join(tool).exists()))
+        .collect();
+    kept.join(":")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port()
+}
+
+/// An empty directory outside the repository with the made `package` copied in.
+fn empty_project(package: &Path) -> tempfile::TempDir {
+    // A name npm takes for a package (a temporary directory's own starts with a dot).
+    let dir = tempfile::Builder::new().prefix("my-server-").tempdir().expect("a temporary directory");
+    assert!(!dir.path().starts_with(root()), "the project must be outside the repository");
+    std::fs::copy(package, dir.path().join(package.file_name().unwrap())).expect("copy the package");
+    dir
+}
+
+/// Starts the README's `start` line in `dir` on a free port (`PORT`), until it listens.
+fn start(start: &str, dir: &Path, envs: &[(&str, &str)]) -> (Shell, SocketAddr) {
+    let port = free_port();
+    let port_text = port.to_string();
+    let mut all = envs.to_vec();
+    all.push(("PORT", &port_text));
+    let mut shell = Shell::start_with(start, dir, &all);
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    shell.wait_listening(addr);
+    (shell, addr)
+}
+
+#[test]
+fn the_npm_tarball_installs_and_serves_without_rust_or_this_repository() {
+    prepare_node();
+    let packed = tempfile::tempdir().unwrap();
+    output(
+        Command::new("npm")
+            .args(["pack", "--silent", "--pack-destination"])
+            .arg(packed.path())
+            .current_dir(node_dir())
+            .env("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM)
+            .env("RESUME_GATE_KV_WASM", gate_host::GATE_KV_WASM),
+    );
+    let tarball = packed.path().join(format!("resume-gate-{VERSION}.tgz"));
+    let project = empty_project(&tarball);
+    let dir = project.path();
+    let path = path_without_rust();
+    let env = [("PATH", path.as_str())];
+    let readme = shown("npm install ./resume-gate-", "js", "server.mjs");
+    assert!(readme.install.contains(&format!("resume-gate-{VERSION}.tgz")), "{}", readme.install);
+    run_to_end("which cargo rustc; test $? -ne 0", dir, &env);
+    run_to_end("npm init -y", dir, &env);
+    run_to_end(&readme.install, dir, &env);
+    std::fs::write(dir.join("server.mjs"), &readme.example).unwrap();
+    let (_server, addr) = start(&readme.start, dir, &env);
+    std::fs::write(dir.join("client.mjs"), NODE_CLIENT).unwrap();
+    let said = run_to_end(&format!("node client.mjs http://{addr}/mcp"), dir, &env);
+    assert!(said.contains(r#"{"type":"text","text":"hello"}"#), "the official client's call: {said}");
+    let tests = run_to_end("npm test", &dir.join("node_modules/resume-gate"), &env);
+    assert!(tests.contains("# pass 12") && tests.contains("# fail 0"), "the package's own tests:\n{tests}");
+}
+
+/// The official TypeScript client (installed with the SDK) calls `hello`.
+const NODE_CLIENT: &str = r#"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+const client = new Client({ name: "packages-test", version: "1" });
+await client.connect(new StreamableHTTPClientTransport(new URL(process.argv[2])));
+console.log(JSON.stringify(await client.callTool({ name: "hello", arguments: {} })));
+await client.close();
+"#;
+
+#[test]
+fn the_python_wheel_installs_and_serves_without_rust_or_this_repository() {
+    prepare_python();
+    let built = tempfile::tempdir().unwrap();
+    let venv_python = python_dir().join(".venv/bin/python");
+    output(
+        Command::new(&venv_python)
+            .args(["-m", "build", "--wheel", "--no-isolation", "--outdir"])
+            .arg(built.path())
+            .arg(python_dir())
+            .env("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM),
+    );
+    let wheel = built.path().join(format!("resume_gate-{VERSION}-py3-none-any.whl"));
+    let project = empty_project(&wheel);
+    let dir = project.path();
+    let bare = path_without_rust();
+    run_to_end("which cargo rustc; test $? -ne 0", dir, &[("PATH", &bare)]);
+    run_to_end("python3 -m venv .venv", dir, &[("PATH", &bare)]);
+    // As a user with the virtualenv activated.
+    let path = format!("{}:{bare}", dir.join(".venv/bin").display());
+    let venv = dir.join(".venv");
+    let env = [("PATH", path.as_str()), ("VIRTUAL_ENV", venv.to_str().expect("a UTF-8 temp path"))];
+    let readme = shown("pip install ", "python", "server.py");
+    assert!(
+        readme.install.contains(&format!("resume_gate-{VERSION}-py3-none-any.whl")),
+        "{}",
+        readme.install
+    );
+    run_to_end(&readme.install, dir, &env);
+    std::fs::write(dir.join("server.py"), &readme.example).unwrap();
+    let (_server, addr) = start(&readme.start, dir, &env);
+    std::fs::write(dir.join("client.py"), PYTHON_CLIENT).unwrap();
+    let said = run_to_end(&format!("python client.py http://{addr}/mcp"), dir, &env);
+    assert!(said.contains("hello"), "the official client's call: {said}");
+    run_to_end("pip install --quiet pytest==9.2.0", dir, &env);
+    let tests = run_to_end("python -m pytest --pyargs resume_gate -p no:cacheprovider", dir, &env);
+    assert!(tests.contains("12 passed in"), "the package's own tests:\n{tests}");
+}
+
+/// The official Python client (the `mcp` package the `sdk` extra installs) calls `hello`.
+const PYTHON_CLIENT: &str = r#"
+import asyncio
+import sys
+
+from mcp.client import Client
+
+
+async def main() -> None:
+    async with Client(sys.argv[1]) as client:
+        result = await client.call_tool("hello", {})
+        print(result.content[0].text)
+
+
+asyncio.run(main())
+"#;
