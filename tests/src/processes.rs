@@ -18,14 +18,18 @@ pub fn built_binary(package: &str, bin: &str) -> PathBuf {
     if let Some(path) = built.get_or_insert_with(HashMap::new).get(bin) {
         return path.clone();
     }
+    // This test binary is target/<profile>/deps/<name>; the hosts sit in target/<profile>,
+    // built with the same profile (a release bench measures release hosts).
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let profile = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
+    let release = profile.file_name().is_some_and(|p| p == "release");
     let ok = Command::new(env!("CARGO"))
         .args(["build", "--locked", "-p", package, "--bin", bin])
+        .args(release.then_some("--release"))
         .status()
         .expect("run cargo");
     assert!(ok.success(), "cargo build -p {package} --bin {bin} failed");
-    // This test binary is target/<profile>/deps/<name>; the hosts sit in target/<profile>.
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let path = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>").join(bin);
+    let path = profile.join(bin);
     assert!(path.is_file(), "{} was not built", path.display());
     built.get_or_insert_with(HashMap::new).insert(bin.to_owned(), path.clone());
     path
