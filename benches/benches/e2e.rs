@@ -10,7 +10,7 @@
 //!   (`benches/python/py_sdk_server.py`, uvicorn; the package ships no event store).
 //! - **client**: the official TypeScript client (`benches/node/ts-client-bench.mjs`, undici
 //!   keeps its connection alive) makes sequential calls; p50 and p99.
-//! - **load**: [`keep_alive::load`] with 1, 32 and 256 sessions, each on its own kept-alive
+//! - **load**: [`keep_alive::load_over`] with 1, 32 and 256 sessions, each on its own kept-alive
 //!   connection with its own request ids, calling back to back; throughput, p50, p99.
 //!
 //! Every call is `countdown {n: 0}` (its result is ready at once) and must return its result.
@@ -190,8 +190,8 @@ fn main() -> Result<()> {
             }
             for (i, side) in sides.iter().enumerate() {
                 let run = load_runtime
-                    .block_on(keep_alive::load(
-                        side.addr,
+                    .block_on(keep_alive::load_over(
+                        &[side.addr],
                         sessions,
                         TOOL,
                         arguments(),

@@ -131,19 +131,8 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 /// `sessions` sessions, each on its own kept-alive connection with its own request ids, call
 /// `tool` back to back: for `warm_up`, unmeasured, then for `measure`. Every response must
-/// carry its result.
-pub async fn load(
-    addr: SocketAddr,
-    sessions: usize,
-    tool: &str,
-    arguments: Value,
-    warm_up: Duration,
-    measure: Duration,
-) -> Result<Load> {
-    load_over(&[addr], sessions, tool, arguments, warm_up, measure).await
-}
-
-/// [`load`] over several servers that share a store: session `i` talks to `addrs[i % n]`.
+/// carry its result. Over several servers (sharing a store), session `i` talks to
+/// `addrs[i % n]`.
 pub async fn load_over(
     addrs: &[SocketAddr],
     sessions: usize,
