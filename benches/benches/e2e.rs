@@ -22,7 +22,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -40,16 +40,7 @@ fn arguments() -> Value {
 /// What serves one side: a server in this process, or a child process.
 enum Server {
     InProcess { _running: Box<TestServer> },
-    Process(Child),
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Server::Process(child) = self {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
+    Process { _running: benches::ChildServer },
 }
 
 struct Side {
@@ -64,8 +55,8 @@ fn in_process(name: &'static str, server: TestServer) -> Side {
 
 /// The TypeScript SDK's reference server, with its example's in-memory event store.
 fn ts_sdk_server() -> Result<Side> {
-    let (child, addr) = benches::ts_sdk_server(&[])?;
-    Ok(Side { name: "ts-sdk server", addr, _server: Server::Process(child) })
+    let server = benches::ts_sdk_server(&[])?;
+    Ok(Side { name: "ts-sdk server", addr: server.addr, _server: Server::Process { _running: server } })
 }
 
 /// The Python SDK's own server (`benches/python/py_sdk_server.py`, uvicorn), on a free port.
@@ -78,10 +69,11 @@ fn py_sdk_server() -> Result<Side> {
         .stdout(Stdio::null())
         .spawn()
         .context("start the Python SDK server")?;
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
     let side = Side {
         name: "py-sdk server",
-        addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        _server: Server::Process(child),
+        addr,
+        _server: Server::Process { _running: benches::ChildServer::new(child, addr) },
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     while std::net::TcpStream::connect(side.addr).is_err() {

@@ -324,11 +324,12 @@ fn costs(
         &call(host.addr, &masters, Some(&ckv))?,
     ));
     drop(host);
-    let (mut ts, addr) = benches::ts_sdk_server(&["--event-store", &server.url()])?;
-    let ts_cost = call(addr, &[server], None);
-    let _ = ts.kill();
-    let _ = ts.wait();
-    md.push_str(&cost_row("`tools/call`, TypeScript SDK server, events in Redis Streams", &ts_cost?));
+    let ts = benches::ts_sdk_server(&["--event-store", &server.url()])?;
+    md.push_str(&cost_row(
+        "`tools/call`, TypeScript SDK server, events in Redis Streams",
+        &call(ts.addr, &[server], None)?,
+    ));
+    drop(ts);
 
     let mut h = prepare(Side::Native, kv.clone(), 21, 200)?;
     md.push_str(&cost_row(
@@ -353,28 +354,11 @@ fn costs(
     Ok(md)
 }
 
-/// The TypeScript SDK's reference server as a child process, killed when dropped.
-struct TsServer(std::process::Child, SocketAddr);
-
-impl TsServer {
-    fn start(args: &[&str]) -> Result<Self> {
-        let (child, addr) = benches::ts_sdk_server(args)?;
-        Ok(Self(child, addr))
-    }
-}
-
-impl Drop for TsServer {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// What serves a row of the end-to-end table.
 enum Running {
     InProcess(TestServer),
     TwoProcesses([ServerProcess; 2]),
-    Ts(TsServer),
+    Child(benches::ChildServer),
 }
 
 impl Running {
@@ -382,7 +366,7 @@ impl Running {
         match self {
             Running::InProcess(s) => vec![s.addr],
             Running::TwoProcesses(two) => two.iter().map(|p| p.addr).collect(),
-            Running::Ts(ts) => vec![ts.1],
+            Running::Child(server) => vec![server.addr],
         }
     }
 }
@@ -470,10 +454,10 @@ fn main() -> Result<()> {
         ("two host-example processes `--store` (3-master cluster)", processes(&cluster.url())),
         ("edge-host `--store` (Redis)", Running::InProcess(TestServer::edge_over(server.kv(&prefix)))),
         ("edge-host (in-process map)", Running::InProcess(TestServer::edge())),
-        ("TypeScript SDK server (in memory)", Running::Ts(TsServer::start(&[])?)),
+        ("TypeScript SDK server (in memory)", Running::Child(benches::ts_sdk_server(&[])?)),
         (
             "TypeScript SDK server, events in Redis Streams",
-            Running::Ts(TsServer::start(&["--event-store", &server.url()])?),
+            Running::Child(benches::ts_sdk_server(&["--event-store", &server.url()])?),
         ),
     ];
     for (name, running) in &sides {

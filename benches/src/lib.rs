@@ -24,9 +24,28 @@ pub fn node_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("node")
 }
 
+/// A server in a child process, killed when dropped.
+pub struct ChildServer {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl ChildServer {
+    pub fn new(child: Child, addr: SocketAddr) -> Self {
+        Self { child, addr }
+    }
+}
+
+impl Drop for ChildServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The TypeScript SDK's reference server (`node/ts-sdk-server.mjs`) with `args`, on a port it
-/// picks; the child process (kill it when done) and where it listens.
-pub fn ts_sdk_server(args: &[&str]) -> anyhow::Result<(Child, SocketAddr)> {
+/// picks.
+pub fn ts_sdk_server(args: &[&str]) -> anyhow::Result<ChildServer> {
     let dir = node_dir();
     ensure!(
         dir.join("node_modules/@modelcontextprotocol/sdk").exists(),
@@ -42,11 +61,9 @@ pub fn ts_sdk_server(args: &[&str]) -> anyhow::Result<(Child, SocketAddr)> {
     let mut line = String::new();
     BufReader::new(child.stdout.take().context("stdout")?).read_line(&mut line)?;
     let port = line.trim().strip_prefix("listening ").and_then(|p| p.parse().ok());
-    let Some(port) = port else {
-        let _ = child.kill();
-        anyhow::bail!("the TypeScript SDK server did not start: {line:?}");
-    };
-    Ok((child, SocketAddr::from(([127, 0, 0, 1], port))))
+    let server = ChildServer::new(child, SocketAddr::from(([127, 0, 0, 1], port.unwrap_or(0))));
+    ensure!(port.is_some(), "the TypeScript SDK server did not start: {line:?}");
+    Ok(server)
 }
 
 /// Writes a bench binary's result as `name` into `$BENCH_OUT_DIR` (default `target/bench`),

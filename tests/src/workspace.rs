@@ -19,6 +19,23 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ lives in the repository").to_path_buf()
 }
 
+/// The README's fenced code blocks, in order: each its language and its lines.
+pub fn readme_code_blocks() -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let mut blocks = Vec::new();
+    let mut current: Option<(String, Vec<String>)> = None;
+    for line in text.lines() {
+        match (line.trim_start().strip_prefix("```"), current.as_mut()) {
+            (Some(_), Some(_)) => blocks.push(current.take().unwrap()),
+            (Some(lang), None) => current = Some((lang.trim().to_owned(), Vec::new())),
+            (None, Some((_, lines))) => lines.push(line.to_owned()),
+            (None, None) => {}
+        }
+    }
+    assert!(current.is_none(), "an unclosed code block in README.md");
+    blocks
+}
+
 /// What a clean clone of the working tree would hold, in a new temporary directory.
 pub fn clean_copy() -> tempfile::TempDir {
     let root = root();

@@ -9,25 +9,9 @@ use std::path::Path;
 use std::process::Command;
 
 use tests::sdk_hosts::{node_dir, prepare_node, prepare_python, python_dir};
-use tests::workspace::{Shell, output, root, run_to_end};
+use tests::workspace::{Shell, output, readme_code_blocks, root, run_to_end};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// The README's fenced blocks, each its language and its lines.
-fn readme_blocks() -> Vec<(String, Vec<String>)> {
-    let text = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let mut blocks = Vec::new();
-    let mut current: Option<(String, Vec<String>)> = None;
-    for line in text.lines() {
-        match (line.trim_start().strip_prefix("```"), current.as_mut()) {
-            (Some(_), Some(_)) => blocks.push(current.take().unwrap()),
-            (Some(lang), None) => current = Some((lang.trim().to_owned(), Vec::new())),
-            (None, Some((_, lines))) => lines.push(line.to_owned()),
-            (None, None) => {}
-        }
-    }
-    blocks
-}
 
 /// The README's install line that starts with `install`, the line of its block (or a later
 /// one) that starts the example, and the example: the `lang` block after it, saved as `file`.
@@ -38,23 +22,28 @@ struct Shown {
 }
 
 fn shown(install: &str, lang: &str, file: &str) -> Shown {
-    let blocks = readme_blocks();
-    let line = |i: usize, prefix: &str| {
-        blocks[i..].iter().find_map(|(l, lines)| {
-            (l == "sh").then(|| lines.iter().find(|x| x.starts_with(prefix)).cloned()).flatten()
-        })
+    let blocks = readme_code_blocks();
+    let sh_line = |from: usize, prefix: &str| {
+        blocks[from..]
+            .iter()
+            .filter(|(l, _)| l == "sh")
+            .find_map(|(_, lines)| lines.iter().find(|x| x.starts_with(prefix)).cloned())
+            .unwrap_or_else(|| panic!("README.md shows no line starting `{prefix}`"))
     };
     let at = blocks
         .iter()
         .position(|(l, lines)| l == "sh" && lines.iter().any(|x| x.starts_with(install)))
         .unwrap_or_else(|| panic!("README.md shows no `{install}` line"));
-    let install = line(at, install).unwrap();
-    let example =
-        blocks[at..].iter().position(|(l, _)| l == lang).map(|i| at + i).expect("an example after it");
-    let start = line(at, &format!("{} {file}", if lang == "js" { "node" } else { "python" }))
-        .unwrap_or_else(|| panic!("README.md shows no line starting {file}"));
-    Shown { install, example: blocks[example].1.join("\n") + "\n", start }
+    let example = (at..blocks.len()).find(|&i| blocks[i].0 == lang).expect("an example after it");
+    Shown {
+        install: sh_line(at, install),
+        example: blocks[example].1.join("\n") + "\n",
+        start: sh_line(at, &format!("{} {file}", if lang == "js" { "node" } else { "python" })),
+    }
 }
+
+/// Succeeds only where neither cargo nor rustc can be found.
+const NO_RUST: &str = "! command -v cargo && ! command -v rustc";
 
 /// `PATH` without the directories that hold cargo or rustc.
 fn path_without_rust() -> String {
@@ -110,7 +99,7 @@ fn the_npm_tarball_installs_and_serves_without_rust_or_this_repository() {
     let env = [("PATH", path.as_str())];
     let readme = shown("npm install ./resume-gate-", "js", "server.mjs");
     assert!(readme.install.contains(&format!("resume-gate-{VERSION}.tgz")), "{}", readme.install);
-    run_to_end("which cargo rustc; test $? -ne 0", dir, &env);
+    run_to_end(NO_RUST, dir, &env);
     run_to_end("npm init -y", dir, &env);
     run_to_end(&readme.install, dir, &env);
     std::fs::write(dir.join("server.mjs"), &readme.example).unwrap();
@@ -148,7 +137,7 @@ fn the_python_wheel_installs_and_serves_without_rust_or_this_repository() {
     let project = empty_project(&wheel);
     let dir = project.path();
     let bare = path_without_rust();
-    run_to_end("which cargo rustc; test $? -ne 0", dir, &[("PATH", &bare)]);
+    run_to_end(NO_RUST, dir, &[("PATH", &bare)]);
     run_to_end("python3 -m venv .venv", dir, &[("PATH", &bare)]);
     // As a user with the virtualenv activated.
     let path = format!("{}:{bare}", dir.join(".venv/bin").display());

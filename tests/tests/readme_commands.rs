@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::json;
 use tests::http::{ACCEPT, JSON, request};
 use tests::redis::RedisServer;
-use tests::workspace::{Shell, root, run_to_end};
+use tests::workspace::{Shell, readme_code_blocks, root, run_to_end};
 
 /// How a README line is run.
 #[derive(Clone, Copy, Debug)]
@@ -96,25 +96,17 @@ const COMMANDS: &[(&str, Run)] = &[
 
 /// The README's `sh` blocks, each a list of command lines (comments and blank lines dropped).
 fn readme_blocks() -> Vec<Vec<String>> {
-    let text = std::fs::read_to_string(root().join("README.md")).expect("README.md");
-    let mut blocks = Vec::new();
-    let mut current: Option<Vec<String>> = None;
-    for line in text.lines() {
-        let fence = line.trim_start().strip_prefix("```");
-        match (fence, current.as_mut()) {
-            (Some(_), Some(_)) => blocks.push(current.take().unwrap()),
-            (Some(lang), None) => current = (lang.trim() == "sh").then(Vec::new),
-            (None, Some(block)) => {
-                let command = line.split(" #").next().unwrap().trim();
-                if !command.is_empty() && !command.starts_with('#') {
-                    block.push(command.to_owned());
-                }
-            }
-            (None, None) => {}
-        }
-    }
-    assert!(current.is_none(), "an unclosed code block in README.md");
-    blocks
+    readme_code_blocks()
+        .into_iter()
+        .filter(|(lang, _)| lang == "sh")
+        .map(|(_, lines)| {
+            lines
+                .iter()
+                .map(|line| line.split(" #").next().unwrap().trim().to_owned())
+                .filter(|command| !command.is_empty() && !command.starts_with('#'))
+                .collect()
+        })
+        .collect()
 }
 
 fn how(line: &str) -> Run {
