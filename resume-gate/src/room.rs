@@ -2,8 +2,8 @@
 //! pure functions over what the store reports; the gate carries the plans out.
 //!
 //! - A session's stream list is full ([`plan_stream_drop`]): streams kept past retention are
-//!   expired, then the oldest tombstone goes, else the oldest stream whose response was sent; a
-//!   call still running never does.
+//!   expired, then an eighth of the list goes, the oldest tombstones first, then the oldest
+//!   streams whose response was sent; a call still running never does.
 //! - A byte budget is short ([`next_to_free`]): one session's share (`max-bytes-per-session`)
 //!   or the total (`max-total-bytes`). The buffers of answered streams go first (least recently
 //!   active first: their client most likely has the result), then, for the total, the session
@@ -57,16 +57,30 @@ pub(crate) fn next_to_free(budget: Budget, oldest_answered: Option<(String, Stre
 pub(crate) struct DropPlan {
     /// Streams kept without a connection past retention: aborted first.
     pub expire: Vec<StreamNo>,
-    /// The stream whose record goes; `None`: every stream is a call still running.
-    pub drop: Option<StreamNo>,
+    /// The streams whose records go, first to go first; empty: every stream is a call still
+    /// running.
+    pub drop: Vec<StreamNo>,
 }
 
-/// The oldest tombstone (counting the streams `expire` ends), else the oldest stream whose
-/// response was sent. A session answering many calls keeps each answered one resumable until
-/// room is needed.
-pub(crate) fn plan_stream_drop(listed: &[StreamSummary], now: Millis, retention: Millis) -> DropPlan {
+/// How many records a full list of `max` frees at once: an eighth of it (at least one), so
+/// that a busy session reads its streams' heads once per eighth of the list instead of on
+/// every call (over a shared store, a read per head) and keeps the other seven eighths.
+pub(crate) fn streams_freed_at_once(max: u32) -> usize {
+    (max as usize / 8).max(1)
+}
+
+/// Up to `room` streams: the oldest tombstones (counting the streams `expire` ends), then the
+/// oldest streams whose response was sent. A session answering many calls keeps each answered
+/// one resumable until room is needed.
+pub(crate) fn plan_stream_drop(
+    listed: &[StreamSummary],
+    now: Millis,
+    retention: Millis,
+    room: usize,
+) -> DropPlan {
     let mut plan = DropPlan::default();
-    let (mut tombstone, mut answered) = (None, None);
+    // (0: a tombstone, 1: answered; then oldest first)
+    let mut candidates = Vec::new();
     for st in listed {
         let state = if st.expired(now, retention) {
             plan.expire.push(st.no);
@@ -74,17 +88,17 @@ pub(crate) fn plan_stream_drop(listed: &[StreamSummary], now: Millis, retention:
         } else {
             st.state
         };
-        let oldest = match state {
-            state if !state.is_live() => &mut tombstone,
-            StreamState::TerminalSent => &mut answered,
-            _ => continue,
-        };
-        let key = (st.last_active, st.no);
-        if oldest.is_none_or(|o| key < o) {
-            *oldest = Some(key);
+        match state {
+            state if !state.is_live() => candidates.push((0u8, st.last_active, st.no)),
+            StreamState::TerminalSent => candidates.push((1, st.last_active, st.no)),
+            _ => {}
         }
     }
-    plan.drop = tombstone.or(answered).map(|(_, no)| no);
+    // A selection, not a sort: `room` is small, and a sort's code would grow the component.
+    while plan.drop.len() < room {
+        let Some((i, _)) = candidates.iter().enumerate().min_by_key(|(_, c)| **c) else { break };
+        plan.drop.push(candidates.swap_remove(i).2);
+    }
     plan
 }
 

@@ -714,6 +714,28 @@ mod sessions_and_bounds {
     }
 
     #[test]
+    fn a_full_list_frees_an_eighth_of_itself_oldest_answer_first() {
+        let mut f = Fixture::with(Config { max_streams_per_session: 16, ..Config::default() });
+        let calls: Vec<_> = (1..=16)
+            .map(|id| {
+                let call = f.post(id);
+                f.terminal(call.stream, "done");
+                f.now += 1;
+                call
+            })
+            .collect();
+        assert!(f.gate.open_stream(S, Origin::Request(RequestId::Number(17)), f.now).is_ok());
+        assert_eq!(f.gate.store().stats().streams, 15, "two records went, one came");
+        match f.get(&calls[2].priming.id) {
+            Decision::Resume(r) => assert!(r.includes_terminal, "the third answer is still there"),
+            other => panic!("expected the third call to resume, got {other:?}"),
+        }
+        // The second answer went with the first; its fresh stream found room without a drop.
+        fresh_because(f.get(&calls[1].priming.id), StaleReason::Unknown);
+        assert_eq!(f.gate.store().stats().streams, 16);
+    }
+
+    #[test]
     fn a_full_session_refuses_new_streams_while_all_are_live() {
         let mut f = Fixture::with(Config { max_streams_per_session: 2, ..Config::default() });
         f.post(1);

@@ -136,8 +136,8 @@ impl<S: Store> Gate<S> {
         Ok(())
     }
 
-    /// Adds a new stream to its session's list, making room by dropping the oldest tombstone
-    /// (expiring streams kept past retention first), else the oldest terminal-sent stream.
+    /// Adds a new stream to its session's list; a full list frees an eighth of itself (see
+    /// `room::plan_stream_drop`), expiring streams kept past retention first.
     /// Returns the standalone stream it replaces.
     pub(super) fn list_stream(
         &mut self,
@@ -157,23 +157,25 @@ impl<S: Store> Gate<S> {
             }
             if s.streams.len() >= g.config.max_streams_per_session as usize {
                 let listed = g.stream_summaries(&s)?;
-                let plan = room::plan_stream_drop(&listed, now, g.config.retention_ms);
+                let room = room::streams_freed_at_once(g.config.max_streams_per_session);
+                let plan = room::plan_stream_drop(&listed, now, g.config.retention_ms, room);
                 for no in &plan.expire {
                     g.end_stream(&s, *no, StreamState::Aborted)?;
                     g.counters.expired_streams += 1;
                 }
-                let gone = plan.drop.ok_or(GateError::TooManyStreams)?;
-                if let Some((dropped, _)) = g.stream(&s, gone)? {
-                    g.store.remove_stream(&s.id, &dropped)?;
+                if plan.drop.is_empty() {
+                    return Err(GateError::TooManyStreams);
                 }
-                if listed.len() == s.streams.len() {
-                    s.streams.retain(|no| *no != gone);
-                } else {
-                    // Numbers whose record is gone (an instance died between two store calls).
-                    let mut present: Vec<StreamNo> = listed.iter().map(|st| st.no).collect();
-                    present.sort_unstable();
-                    s.streams.retain(|no| *no != gone && present.binary_search(no).is_ok());
+                for gone in &plan.drop {
+                    if let Some((dropped, _)) = g.stream(&s, *gone)? {
+                        g.store.remove_stream(&s.id, &dropped)?;
+                    }
                 }
+                // Numbers whose record is gone too (an instance died between two store calls).
+                let mut present: Vec<StreamNo> =
+                    listed.iter().map(|st| st.no).filter(|no| !plan.drop.contains(no)).collect();
+                present.sort_unstable();
+                s.streams.retain(|no| present.binary_search(no).is_ok());
             }
             s.streams.push(stream.no);
             let previous = match stream.origin {
