@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use edge_host::keyvalue::SharedKv;
 use edge_host::serve::EdgeHost;
@@ -69,6 +69,11 @@ struct Cli {
     /// before they are stopped.
     #[arg(long, env = "RESUME_GATE_DRAIN_MS", default_value_t = 10_000)]
     drain_ms: u64,
+    /// The composed app to serve instead of composing the front and gate this binary was
+    /// built with: a file, such as one `compose` wrote or one pulled from a registry
+    /// (`resume-gate-oci pull`).
+    #[arg(long, env = "RESUME_GATE_APP")]
+    app: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -165,7 +170,14 @@ fn main() -> Result<()> {
                     Some(gate_host::collector::Collector::spawn(kv.clone(), every, config)?)
                 }
             };
-            let host = EdgeHost::built(kv, variables)?;
+            let host = match &cli.app {
+                None => EdgeHost::built(kv, variables)?,
+                Some(path) => {
+                    let app = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+                    EdgeHost::new(&app, kv, variables)
+                        .with_context(|| format!("{}: not a resume-gate Spin app", path.display()))?
+                }
+            };
             let addr = std::net::SocketAddr::new(cli.bind, cli.port);
             let drain = std::time::Duration::from_millis(cli.drain_ms);
             let runtime = tokio::runtime::Runtime::new()?;

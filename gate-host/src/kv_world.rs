@@ -44,7 +44,12 @@ fn kv_view(s: &mut KvState) -> KvView<'_> {
 /// Compiles the component this crate was built with and links WASI and the key-value host, once
 /// for many instances.
 pub fn prepare(engine: &Engine) -> anyhow::Result<GateKvPre<KvState>> {
-    let component = Component::from_file(engine, crate::GATE_KV_WASM)?;
+    prepare_from(engine, crate::GATE_KV_WASM)
+}
+
+/// As [`prepare`], for the component at `path`.
+pub fn prepare_from(engine: &Engine, path: &str) -> anyhow::Result<GateKvPre<KvState>> {
+    let component = Component::from_file(engine, path)?;
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
     keyvalue::add_to_linker(&mut linker, kv_view)?;

@@ -3,7 +3,7 @@
 
 mod demo;
 
-use anyhow::{Result, anyhow, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use clap::{Args, Parser, Subcommand};
 use gate_host::kv_world::{self, KvWorld};
 use gate_host::memory::{self, MemoryWorld};
@@ -90,6 +90,12 @@ struct ServeArgs {
     /// mid-call left in the store (`collect-garbage`); 0: never (another process does it).
     #[arg(long, env = "RESUME_GATE_COLLECT_EVERY", default_value_t = 60)]
     collect_every: u64,
+    /// The gate component to run instead of the one this binary was built with: a file, such
+    /// as one pulled from a registry (`resume-gate-oci pull`). The memory world
+    /// (`target/component/resume_gate.wasm`), or with `--store` the key-value world
+    /// (`target/component-kv/resume_gate.wasm`).
+    #[arg(long, env = "RESUME_GATE_COMPONENT")]
+    component: Option<String>,
 }
 
 fn main() -> Result<()> {
@@ -128,7 +134,9 @@ fn serve(args: ServeArgs) -> Result<()> {
     settings.max_batch = args.max_batch as usize;
     let app = match args.store.open()? {
         None => {
-            let pre = memory::prepare(&wasmtime::Engine::default(), gate_host::GATE_MEMORY_WASM)?;
+            let path = args.component.as_deref().unwrap_or(gate_host::GATE_MEMORY_WASM);
+            let pre = memory::prepare(&wasmtime::Engine::default(), path)
+                .with_context(|| format!("{path}: not the gate's memory world (without --store)"))?;
             let mut gate =
                 Supervised::<MemoryWorld>::new(MemoryMaker { pre, memory_limit: DEFAULT_MEMORY_LIMIT })?;
             gate.configure(&config).map_err(|e| anyhow!("the gate's bounds: {e}"))?;
@@ -138,7 +146,9 @@ fn serve(args: ServeArgs) -> Result<()> {
         }
         Some(redis) => {
             let kv: gate_host::keyvalue::SharedKv = redis.into();
-            let pre = kv_world::prepare(&wasmtime::Engine::default())?;
+            let path = args.component.as_deref().unwrap_or(gate_host::GATE_KV_WASM);
+            let pre = kv_world::prepare_from(&wasmtime::Engine::default(), path)
+                .with_context(|| format!("{path}: not the gate's key-value world (with --store)"))?;
             let maker = KvMaker { pre, kv: kv.clone() };
             let make = {
                 let (maker, config) = (maker.clone(), config.clone());

@@ -13,6 +13,7 @@
 //!   a loopback port, and a raw HTTP/SSE client that can cut a connection at any byte.
 //! - [`keep_alive`]: MCP sessions on kept-alive HTTP/1.1 connections, as real clients connect,
 //!   and the load generator of the end-to-end benchmark.
+//! - [`oci_registry`]: an OCI registry (the distribution spec's push and pull), in memory.
 //! - [`processes`]: the hosts as separate processes (several on one store, SIGKILL).
 //! - [`python`]: the virtualenv with the official Python SDK, from the committed lock.
 //! - [`redis`]: a real Redis-protocol server (valkey-server from PyPI when none is installed).
@@ -24,6 +25,7 @@ pub mod drivers;
 pub mod fault_proxy;
 pub mod http;
 pub mod keep_alive;
+pub mod oci_registry;
 pub mod processes;
 pub mod python;
 pub mod redis;

@@ -88,6 +88,18 @@ const COMMANDS: &[(&str, Run)] = &[
     ("node server.mjs", Run::InAnEmptyProject),
     ("pip install \"./resume_gate-0.1.0-py3-none-any.whl[sdk]\"", Run::InAnEmptyProject),
     ("python server.py", Run::InAnEmptyProject),
+    (
+        "cargo run -p resume-gate-oci -- push target/component/resume_gate.wasm 127.0.0.1:5000/resume-gate/gate:0.1.0",
+        Run::Completes,
+    ),
+    (
+        "cargo run -p resume-gate-oci -- pull 127.0.0.1:5000/resume-gate/gate:0.1.0 --out gate.wasm",
+        Run::Completes,
+    ),
+    (
+        "cargo run -p host-example -- --component gate.wasm",
+        Run::Serves { port: 8080, host: "127.0.0.1:8080" },
+    ),
     ("benches/run", Run::Help),
     ("fuzz/run", Run::Begins("INITED")),
     ("fuzz/run --smoke", Run::CiRuns),
@@ -205,6 +217,8 @@ fn every_command_the_readme_shows_runs_as_written() {
     let untracked_before = untracked();
     let needs_redis = blocks.iter().flatten().any(|l| l.contains("redis://127.0.0.1:6379"));
     let _redis = needs_redis.then(|| RedisServer::start_on(6379));
+    let needs_registry = blocks.iter().flatten().any(|l| l.contains("127.0.0.1:5000/"));
+    let _registry = needs_registry.then(|| tests::oci_registry::Registry::start_on(5000, None));
     let spin = spin_installed();
     let mut not_run = Vec::new();
     for block in &blocks {
