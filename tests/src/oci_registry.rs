@@ -114,7 +114,8 @@ fn error(status: StatusCode, code: &str) -> Response<Full<Bytes>> {
 /// What a path under `/v2/` names.
 enum Target<'a> {
     Base,
-    Blob(&'a str, &'a str),
+    /// Blobs are kept by digest, whatever repository names them.
+    Blob(&'a str),
     Uploads(&'a str),
     Upload(&'a str, &'a str),
     Manifest(&'a str, &'a str),
@@ -131,8 +132,8 @@ fn target(path: &str) -> Option<Target<'_>> {
     if let Some((name, id)) = rest.rsplit_once("/blobs/uploads/") {
         return Some(Target::Upload(name, id));
     }
-    if let Some((name, digest)) = rest.rsplit_once("/blobs/") {
-        return Some(Target::Blob(name, digest));
+    if let Some((_, digest)) = rest.rsplit_once("/blobs/") {
+        return Some(Target::Blob(digest));
     }
     let (name, reference) = rest.rsplit_once("/manifests/")?;
     Some(Target::Manifest(name, reference))
@@ -169,7 +170,7 @@ async fn handle(state: &Mutex<State>, req: Request<Incoming>) -> Response<Full<B
     let mut s = state.lock().unwrap();
     match (method, target(&path)) {
         (Method::GET, Some(Target::Base)) => reply(StatusCode::OK, &[], "{}".into()),
-        (m @ (Method::GET | Method::HEAD), Some(Target::Blob(_, digest))) => match s.blobs.get(digest) {
+        (m @ (Method::GET | Method::HEAD), Some(Target::Blob(digest))) => match s.blobs.get(digest) {
             Some(blob) => {
                 let headers = [
                     ("Docker-Content-Digest", digest.to_owned()),
