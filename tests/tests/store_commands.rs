@@ -5,6 +5,7 @@
 //! The bounds are guards against a regression, with a margin over what was measured when they
 //! were written; they are not the goal (issue 37 asks for 8).
 
+use resume_gate_redis::RedisKv;
 use serde_json::json;
 use tests::http::TestServer;
 use tests::keep_alive::Session;
@@ -15,9 +16,13 @@ use tests::redis::{RedisServer, fresh_prefix};
 const WARM_UP: usize = 100;
 const COUNTED: usize = 160;
 
-fn commands_per_call(server: TestServer, redis: &RedisServer) -> (f64, Vec<(String, u64)>) {
+/// Commands per call through the server `serve` starts over a Redis of its own, and the
+/// count of each.
+fn commands_per_call(what: &str, serve: impl FnOnce(RedisKv) -> TestServer) -> (f64, Vec<(String, u64)>) {
+    let redis = RedisServer::start();
+    let server = serve(redis.kv(&fresh_prefix()));
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    runtime.block_on(async {
+    let (per_call, counts) = runtime.block_on(async {
         let mut session = Session::open(server.addr).await.expect("initialize");
         for _ in 0..WARM_UP {
             session.call("countdown", json!({"n": 0})).await.expect("a call answered");
@@ -30,27 +35,22 @@ fn commands_per_call(server: TestServer, redis: &RedisServer) -> (f64, Vec<(Stri
         session.close().await.expect("DELETE the session");
         let total: u64 = counts.iter().map(|(_, n)| n).sum();
         (total as f64 / COUNTED as f64, counts)
-    })
+    });
+    eprintln!("{what}: {per_call:.1} commands per tools/call: {counts:?}");
+    assert!(per_call <= 48.0, "{what}: {per_call:.1} commands per call: {counts:?}");
+    (per_call, counts)
 }
 
 #[test]
 fn a_call_in_a_full_session_reads_its_stream_heads_once_per_eighth_of_the_list_not_every_time() {
-    let redis = RedisServer::start();
-    let host = TestServer::host_example_over(redis.kv(&fresh_prefix()));
-    let (per_call, counts) = commands_per_call(host, &redis);
-    eprintln!("host-example: {per_call:.1} commands per tools/call: {counts:?}");
-    let gets = counts.iter().find(|(c, _)| c == "get").map_or(0, |(_, n)| *n) as f64 / COUNTED as f64;
     // Reading all 64 heads on every call was 74 GETs and 97 commands per call; once per eight
     // calls, 18 and 41 (when written).
+    let (_, counts) = commands_per_call("host-example", TestServer::host_example_over);
+    let gets = counts.iter().find(|(c, _)| c == "get").map_or(0, |(_, n)| *n) as f64 / COUNTED as f64;
     assert!(gets <= 24.0, "{gets:.1} GETs per call: {counts:?}");
-    assert!(per_call <= 48.0, "{per_call:.1} commands per call: {counts:?}");
 }
 
 #[test]
 fn the_spin_app_costs_the_store_what_host_example_does() {
-    let redis = RedisServer::start();
-    let edge = TestServer::edge_over(redis.kv(&fresh_prefix()));
-    let (per_call, counts) = commands_per_call(edge, &redis);
-    eprintln!("edge-host: {per_call:.1} commands per tools/call: {counts:?}");
-    assert!(per_call <= 48.0, "{per_call:.1} commands per call: {counts:?}");
+    commands_per_call("edge-host", TestServer::edge_over);
 }
