@@ -94,7 +94,8 @@ fn basic(user: &str, password: &str) -> String {
     format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}")))
 }
 
-fn digest_of(bytes: &[u8]) -> String {
+/// `sha256:…` of some bytes, as OCI names blobs and manifests.
+pub fn digest_of(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use tests::http::Client;
-use tests::oci_registry::Registry;
+use tests::oci_registry::{Registry, digest_of};
 use tests::processes::{ServerProcess, built_binary};
 use tests::redis::RedisServer;
 
@@ -90,7 +90,7 @@ fn the_components_and_the_spin_app_go_to_a_registry_and_come_back_by_digest_to_r
         let layers = manifest["layers"].as_array().unwrap();
         assert_eq!(layers.len(), 1, "{manifest}");
         assert_eq!(layers[0]["mediaType"], "application/wasm");
-        assert_eq!(layers[0]["digest"], resume_gate_oci_digest(&original));
+        assert_eq!(layers[0]["digest"], digest_of(&original));
         let out = dir.path().join(format!("{}.wasm", repository.replace('/', "-")));
         assert_eq!(pull(&pinned, &out), original, "{repository} came back as it went");
         pulled.push((out, pinned));
@@ -155,9 +155,4 @@ fn what_is_not_a_component_or_not_a_reference_is_refused_clearly() {
         oci(&["pull", &unknown, "--out", dir.path().join("x.wasm").to_str().unwrap()], false);
     assert!(!ok);
     assert!(stderr.contains("404") || stderr.contains("MANIFEST_UNKNOWN"), "{stderr}");
-}
-
-fn resume_gate_oci_digest(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    format!("sha256:{}", hex::encode(sha2::Sha256::digest(bytes)))
 }
