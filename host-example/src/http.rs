@@ -19,7 +19,7 @@ use axum::serve::ListenerExt;
 use gate_host::net::Tcp;
 use mcp_transport::exchange::{Events, Exchange, Options, Timing};
 use mcp_transport::http::{HttpRequest, MAX_BODY_BYTES};
-use mcp_transport::reply::{Plain, Reply, Stream, sse_headers};
+use mcp_transport::reply::{Plain, Reply, Stream};
 use resume_gate::StaleReason;
 use tokio::sync::mpsc;
 
@@ -106,7 +106,8 @@ impl Then {
 /// events recorded by another process), or held open.
 fn stream_response(app: &Arc<App>, stream: Stream) -> (Response, Then) {
     log_decision(&stream);
-    let session = stream.session.clone();
+    let headers: Vec<(&'static str, String)> =
+        stream.headers().into_iter().map(|(n, v)| (n, v.to_owned())).collect();
     let (tx, rx) = mpsc::channel(stream.frames.len() + QUEUE);
     let key = (stream.session.clone(), stream.stream);
     let attachment = stream.attachment;
@@ -131,7 +132,8 @@ fn stream_response(app: &Arc<App>, stream: Stream) -> (Response, Then) {
             (running, Then::Nothing)
         }
         _ => {
-            let follows = !answers && !stream.close && events == Events::Elsewhere;
+            // Followed in the store, or (stateless) held open until its deadline.
+            let follows = !answers && !stream.close && (events == Events::Elsewhere || !stream.resumable);
             let served = Served::new(Exchange::new(stream, options, now()), requests, tx);
             let then = match (answers, follows) {
                 (true, _) => Then::RunCalls(Arc::clone(&served)),
@@ -143,7 +145,7 @@ fn stream_response(app: &Arc<App>, stream: Stream) -> (Response, Then) {
     };
     let body = SseBody::new(rx, Arc::clone(app), served, attachment);
     let mut resp = Response::new(Body::from_stream(body));
-    put_headers(&mut resp, sse_headers(&session));
+    put_headers(&mut resp, headers.iter().map(|(n, v)| (*n, v.as_str())));
     (resp, then)
 }
 

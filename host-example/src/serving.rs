@@ -106,6 +106,8 @@ impl Served {
                 exchange.handle_closed(gate);
             }
         });
+        // A stateless-era call is cancelled by its connection's end: its tool stops now.
+        self.wake.notify_waiters();
     }
 
     /// The process stops before the stream's calls end: the exchange records their `-32001`
@@ -147,7 +149,8 @@ pub fn run_calls(app: Arc<App>, served: Arc<Served>) {
 /// exchange's poll times (every one without wake-ups, a safety net with them).
 pub async fn follow(app: Arc<App>, served: Arc<Served>) {
     let (session, stream) = (&served.key.0, served.key.1);
-    let wakeup = app.settings.wakeups.as_ref().map(|w| w.watch(session, stream));
+    let recorded = served.exchange().is_resumable();
+    let wakeup = app.settings.wakeups.as_ref().filter(|_| recorded).map(|w| w.watch(session, stream));
     if wakeup.is_some() {
         // Whatever was recorded between the resume's replay and the subscription.
         served.step(&app, |exchange, gate| exchange.handle_wake(gate, now()));

@@ -34,7 +34,16 @@ impl PendingCall {
     /// The request's JSON-RPC response, running its tool on `host` if it is a tool call.
     pub async fn respond(&self, host: &impl ToolHost) -> String {
         match self {
-            Self::Tool { id, call } => tools::response(id, tools::call(call, host).await),
+            Self::Tool { id, call } => {
+                let outcome = tools::call(call, host).await;
+                let outcome = outcome.map(|mut result| {
+                    if call.stateless {
+                        result["resultType"] = json!("complete");
+                    }
+                    result
+                });
+                tools::response(id, outcome)
+            }
             Self::Answer { id, method, params } => own_answer(id, method, params),
             Self::Refused { error, .. } => error.clone(),
         }

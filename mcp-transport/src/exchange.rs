@@ -25,6 +25,11 @@
 //! 4. [`Exchange::handle_shutdown`] when the host stops before the calls end (a drain ran
 //!    out): their `-32001` is recorded for a resume elsewhere, and the calls stop.
 //!
+//! A stateless-era stream (`Stream::resumable` false) is served the same way, but the gate
+//! records nothing: its events are written without ids, and the connection's end cancels its
+//! calls (`call_running` turns false) instead of detaching. A stream held open without calls
+//! (`subscriptions/listen`) ends at the follow time with its farewell response.
+//!
 //! A host whose process records a stream's events for another of its connections (a resume
 //! that took a running call's stream over in the same process) moves the call's frames there
 //! itself and tells the call's exchange [`Exchange::handle_reattached`].
@@ -57,6 +62,10 @@ impl Timing {
     /// A woken follower's safety-net poll: twice in a default follow, in case a wake-up was
     /// lost between two subscriptions.
     pub const WOKEN_POLL_MS: u64 = 5_000;
+    /// How often a waiting stateless-era call gives its host a turn to look at the
+    /// connection: its end cancels the call, so a host that learns it only by writing (a
+    /// comment) must write that often.
+    pub const STATELESS_BEAT_MS: u64 = 200;
 }
 
 impl Default for Timing {
@@ -110,6 +119,15 @@ pub struct Exchange {
     follow: Option<Follow>,
     /// The last event this exchange recorded: the next must come after it.
     recorded: Seq,
+    /// The gate records the stream (session era); else nothing is recorded or resumable.
+    resumable: bool,
+    /// A stateless-era stream held open without calls, until its deadline or the client.
+    hold: Option<Hold>,
+}
+
+struct Hold {
+    deadline: Millis,
+    farewell: Option<String>,
 }
 
 /// The requests the exchange answers, in order.
@@ -138,7 +156,12 @@ impl Exchange {
     /// Serves `stream` (the transport's answer to one request), starting at `now`.
     pub fn new(stream: Stream, options: Options, now: Millis) -> Self {
         let answers = !stream.calls.is_empty();
-        let follows = !answers && !stream.close && options.events == Events::Elsewhere;
+        let open = !answers && !stream.close;
+        let follows = open && stream.resumable && options.events == Events::Elsewhere;
+        let hold = (open && !stream.resumable).then(|| Hold {
+            deadline: now.saturating_add(options.timing.follow_ms),
+            farewell: stream.farewell,
+        });
         let calls = answers.then(|| Calls {
             batch: stream.calls.len() > 1,
             queue: stream.calls.into(),
@@ -165,6 +188,8 @@ impl Exchange {
             calls,
             follow,
             recorded: 0,
+            resumable: stream.resumable,
+            hold,
         }
     }
 
@@ -199,11 +224,12 @@ impl Exchange {
     /// When [`Exchange::handle_timeout`] is due next: a waiting call's heartbeat, or a
     /// follower's poll. `None`: nothing is due until something happens.
     pub fn poll_timeout(&self) -> Option<Millis> {
-        match (&self.calls, &self.follow) {
-            (Some(calls), _) => calls.next_beat,
-            (None, Some(follow)) if !self.done && self.connected => {
+        match (&self.calls, &self.follow, &self.hold) {
+            (Some(calls), _, _) => calls.next_beat,
+            (None, Some(follow), _) if !self.done && self.connected => {
                 Some(follow.next_poll.min(follow.deadline))
             }
+            (None, None, Some(hold)) if self.connected => Some(hold.deadline),
             _ => None,
         }
     }
@@ -336,6 +362,9 @@ impl Exchange {
             self.heartbeat(gate);
         } else if self.follow.as_ref().is_some_and(|f| f.next_poll.min(f.deadline) <= now) {
             self.follow_step(gate, now);
+        } else if let Some(hold) = self.hold.take_if(|h| h.deadline <= now) {
+            self.done = true;
+            self.outbox.extend(hold.farewell.as_deref().map(sse::unnamed));
         }
     }
 
@@ -351,7 +380,15 @@ impl Exchange {
     /// written; the stream is detached unless its terminal was recorded (the gate then holds
     /// what a detach would leave) or another connection took it over. Its calls go on.
     pub fn handle_closed(&mut self, gate: &mut (impl GateApi + ?Sized)) {
-        if self.connected && !self.answered {
+        if !self.resumable {
+            // The stateless era's cancellation: nobody will ever read what the calls send.
+            self.hold = None;
+            self.done = true;
+            if let Some(calls) = self.calls.as_mut() {
+                calls.over = true;
+                calls.queue.clear();
+            }
+        } else if self.connected && !self.answered {
             let _ = gate.detach(&self.session, self.stream, self.attachment);
         }
         self.connected = false;
@@ -367,17 +404,33 @@ impl Exchange {
 
     /// The connection ends without ending the stream (SEP-1699 polling: the client resumes
     /// with GET); the calls go on.
+    /// A stateless-era stream is not resumable: it stays open (closing it would cancel).
     pub fn close_connection(&mut self, gate: &mut (impl GateApi + ?Sized)) {
-        self.handle_closed(gate);
+        if self.resumable {
+            self.handle_closed(gate);
+        }
+    }
+
+    /// A session-era stream, which the gate records; `false`: a stateless-era one.
+    pub fn is_resumable(&self) -> bool {
+        self.resumable
     }
 
     fn beat_every(&self) -> u64 {
-        (self.options.timing.lease_ms / 3).max(1)
+        let lease_beat = (self.options.timing.lease_ms / 3).max(1);
+        if self.resumable { lease_beat } else { lease_beat.min(Timing::STATELESS_BEAT_MS) }
     }
 
     /// Records one event and queues its frame while the connection serves the stream.
     /// `false` when the stream takes no more (the call stops).
     fn record(&mut self, gate: &mut (impl GateApi + ?Sized), data: &str, terminal: bool) -> bool {
+        if !self.resumable {
+            if self.connected {
+                self.outbox.push_back(sse::unnamed(data));
+            }
+            self.answered |= terminal;
+            return self.connected;
+        }
         if self.options.shared && self.connected {
             // Asked before recording: a resume elsewhere may have taken the stream over.
             self.check(gate);
@@ -435,6 +488,10 @@ impl Exchange {
     /// A waiting call is alive: its lease is renewed; with a shared store, cancels and take-
     /// overs made elsewhere are learnt.
     fn heartbeat(&mut self, gate: &mut (impl GateApi + ?Sized)) {
+        if !self.resumable {
+            // No lease: the beat only lets the host look at its connection.
+            return;
+        }
         match gate.renew_lease(&self.session, self.stream) {
             Ok(()) => {
                 if self.options.shared && self.calls.as_ref().is_some_and(|c| c.batch) {

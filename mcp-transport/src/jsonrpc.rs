@@ -16,6 +16,10 @@ pub const MAX_METHOD_LEN: usize = 128;
 
 /// Server-defined: the result of this request was lost with its stream and will never come.
 pub const RESULT_LOST: i64 = -32001;
+/// 2026-07-28: the request's headers do not match its body, or one is missing.
+pub const HEADER_MISMATCH: i64 = -32020;
+/// 2026-07-28: the request's protocol version is not one the server speaks.
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Message {
@@ -162,6 +166,12 @@ pub fn result(id: &RequestId, result: Value) -> String {
 pub fn error(id: Option<&RequestId>, code: i64, message: &str) -> String {
     let id = id.map_or(Value::Null, id_value);
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
+
+/// An error response with `data`.
+pub fn error_with_data(id: Option<&RequestId>, code: i64, message: &str, data: Value) -> String {
+    let id = id.map_or(Value::Null, id_value);
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message, "data": data}}).to_string()
 }
 
 /// The error that answers a request whose result was lost with its stream: `-32001`.

@@ -53,11 +53,6 @@ impl Plain {
     }
 }
 
-/// The headers of an SSE reply for `session`.
-pub fn sse_headers(session: &str) -> [(&'static str, &str); 3] {
-    [("content-type", "text/event-stream"), ("cache-control", "no-cache"), (SESSION_HEADER, session)]
-}
-
 /// What the gate decided for a reconnect, for the host's structured log line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DecisionLog {
@@ -70,7 +65,16 @@ pub struct DecisionLog {
 /// An SSE reply: write `frames`, then close if `close`, else keep following `stream`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stream {
+    /// The gate's session; for a stateless-era stream, a random key of this response alone
+    /// (what a host files it under), never sent to the client.
     pub session: String,
+    /// A session-era stream: the gate records its events under ids a client resumes from.
+    /// `false`: a stateless-era stream — nothing recorded, nothing resumable, and closing the
+    /// connection cancels its calls.
+    pub resumable: bool,
+    /// For a stream held open without calls (`subscriptions/listen`): the response that ends
+    /// it gracefully when the server closes it.
+    pub farewell: Option<String>,
     pub stream: u64,
     pub attachment: u32,
     pub frames: Vec<String>,
@@ -85,6 +89,21 @@ pub struct Stream {
     /// Requests of this session a batch's `notifications/cancelled` named.
     pub cancels: Vec<RequestId>,
     pub decision: Option<DecisionLog>,
+}
+
+impl Stream {
+    /// The response headers: every host writes the same ones. Only a session-era stream names
+    /// its session.
+    pub fn headers(&self) -> Vec<(&'static str, &str)> {
+        let mut h = vec![("content-type", "text/event-stream"), ("cache-control", "no-cache")];
+        if self.resumable {
+            h.push((SESSION_HEADER, self.session.as_str()));
+        } else {
+            // The 2026-07-28 transport asks for it: a buffering proxy would hold the events.
+            h.push(("x-accel-buffering", "no"));
+        }
+        h
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -8,12 +8,14 @@
 //! - `session`: `initialize` and DELETE;
 //! - `post`: one JSON-RPC message;
 //! - `batch`: a 2025-03-26 batch;
-//! - `get`: the standalone stream and every reconnect.
+//! - `get`: the standalone stream and every reconnect;
+//! - `stateless`: a 2026-07-28 request, served without a session and without the gate.
 
 mod batch;
 mod get;
 mod post;
 mod session;
+mod stateless;
 
 use resume_gate::{Decision, GateError, Opened, Origin, RequestId};
 use serde_json::{Value, json};
@@ -24,7 +26,7 @@ use crate::gate::GateApi;
 use crate::hosts::AllowedHosts;
 use crate::http::{HttpRequest, LAST_EVENT_ID_HEADER, SESSION_HEADER, VERSION_HEADER};
 use crate::jsonrpc::{self, INVALID_REQUEST, Message};
-use crate::protocol;
+use crate::protocol::{self, Era};
 use crate::reply::{DecisionLog, Plain, Reply, Stream, plain, rpc_error, rpc_plain};
 use crate::sse;
 use crate::tools::ToolCall;
@@ -65,6 +67,32 @@ impl Default for ServerConfig {
     }
 }
 
+/// `400` with `-32022` and the revisions we speak: an `MCP-Protocol-Version` we do not (the
+/// requested one is echoed only when short and printable).
+fn unsupported_version(requested: &[u8], req: &HttpRequest) -> Plain {
+    let requested = std::str::from_utf8(requested)
+        .ok()
+        .map(str::trim)
+        .filter(|v| v.len() <= 32 && v.bytes().all(|b| b.is_ascii_graphic()));
+    // The error answers the request, when its id can be read.
+    let id = match jsonrpc::parse(&req.body) {
+        Ok(Message::Request { id, .. }) => Some(id),
+        _ => None,
+    };
+    let data = json!({"supported": protocol::ALL, "requested": requested});
+    let message = format!("Unsupported protocol version; supported: {}", protocol::ALL.join(", "));
+    Plain {
+        status: 400,
+        body: Some(jsonrpc::error_with_data(
+            id.as_ref(),
+            jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
+            &message,
+            data,
+        )),
+        ..Plain::default()
+    }
+}
+
 /// The request a `notifications/cancelled` names, if this is one.
 fn cancelled(method: &str, params: &Value) -> Option<RequestId> {
     (method == "notifications/cancelled").then(|| params.get("requestId").and_then(jsonrpc::id_from_value))?
@@ -94,27 +122,23 @@ impl Server {
         if !matches!(method, "GET" | "POST" | "DELETE") {
             return Reply::Plain(Plain { status: 405, allow: Some("GET, POST, DELETE"), ..Plain::default() });
         }
-        // A stateless-revision client gets no GET stream (and no resumption); its other
-        // requests get the unsupported-version answer below and fall back to `initialize`.
-        if method == "GET" && req.header_str(VERSION_HEADER) == Some(protocol::STATELESS) {
-            return Reply::Plain(Plain { status: 405, allow: Some("POST"), ..Plain::default() });
-        }
-        let version = match req.header(VERSION_HEADER) {
-            None => protocol::ASSUMED,
-            Some(v) => match std::str::from_utf8(v).ok().map(str::trim).and_then(protocol::supported) {
-                Some(v) => v,
-                None => {
-                    let msg = format!(
-                        "Bad Request: unsupported MCP-Protocol-Version; supported: {}",
-                        protocol::SUPPORTED.join(", ")
-                    );
-                    return rpc_error(400, None, INVALID_REQUEST, &msg);
-                }
+        let era = match req.header(VERSION_HEADER) {
+            None => Era::Sessions(protocol::ASSUMED),
+            Some(v) => match std::str::from_utf8(v).ok().map(str::trim).and_then(protocol::era) {
+                Some(era) => era,
+                None => return Reply::Plain(unsupported_version(v, req)),
             },
         };
-        match method {
-            "POST" => self.post(gate, req, version, mint_session_id),
-            "GET" => self.get(gate, req, version),
+        // GET and DELETE belong to a session: without one (a stateless-era client, or one
+        // probing), there is nothing here to get or end.
+        let sessionless = era == Era::Stateless || req.header(SESSION_HEADER).is_none();
+        if method != "POST" && sessionless {
+            return Reply::Plain(Plain { status: 405, allow: Some("POST"), ..Plain::default() });
+        }
+        match (method, era) {
+            ("POST", Era::Stateless) => self.stateless(req, mint_session_id),
+            ("POST", Era::Sessions(version)) => self.post(gate, req, version, mint_session_id),
+            ("GET", Era::Sessions(version)) => self.get(gate, req, version),
             _ => self.delete(gate, req),
         }
     }
@@ -177,6 +201,8 @@ impl Server {
         }
         Stream {
             session: session.to_owned(),
+            resumable: true,
+            farewell: None,
             stream: opened.stream,
             attachment: opened.attachment,
             frames,

@@ -42,6 +42,11 @@ fn write(id: &str, retry_ms: Option<u32>, data: &str) -> String {
     out
 }
 
+/// A frame without an id: a stateless-era stream's events, which nothing resumes.
+pub fn unnamed(data: &str) -> String {
+    write("", None, data)
+}
+
 /// A frame without an id answering request `id` with `-32001`: its result was lost with its
 /// stream (evicted, expired, its writer gone, its state vanished).
 pub fn stranded(id: &RequestId) -> String {

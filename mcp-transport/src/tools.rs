@@ -48,6 +48,11 @@ pub struct ToolCall {
     pub name: String,
     pub arguments: Value,
     pub progress_token: Option<Value>,
+    /// A 2026-07-28 call: its result carries `resultType`.
+    pub stateless: bool,
+    /// The client wants `notifications/message` (always in the session era; in the stateless
+    /// one only when the request names a log level).
+    pub logs: bool,
 }
 
 impl ToolCall {
@@ -70,7 +75,12 @@ impl ToolCall {
         if !token_ok {
             return Err("`_meta.progressToken` must be a string of at most 256 bytes or a number".into());
         }
-        Ok(Self { name: name.to_owned(), arguments, progress_token })
+        Ok(Self { name: name.to_owned(), arguments, progress_token, stateless: false, logs: true })
+    }
+
+    /// The call as the stateless era makes it; `logs`: the request named a log level.
+    pub fn stateless(self, logs: bool) -> Self {
+        Self { stateless: true, logs, ..self }
     }
 }
 
@@ -87,8 +97,13 @@ fn no_arguments() -> Value {
 const TOOLS: &[Tool] = &[
     Tool {
         name: "append",
-        description: "Appends a line to the journal and returns the new line count (not idempotent)",
-        schema: || json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
+        description: "Appends a line to the journal, after delay_ms if given, and returns the new line count (not idempotent)",
+        schema: || {
+            json!({"type": "object", "properties": {
+                "text": {"type": "string"},
+                "delay_ms": {"type": "integer", "minimum": 0, "maximum": MAX_COUNTDOWN_INTERVAL_MS}
+            }, "required": ["text"]})
+        },
     },
     Tool {
         name: "journal",
@@ -117,13 +132,39 @@ const TOOLS: &[Tool] = &[
         schema: no_arguments,
     },
     Tool { name: "test_tool_with_logging", description: "Sends three log messages", schema: no_arguments },
+    Tool {
+        name: "test_logging_tool",
+        description: "Sends three log messages (the 2026-07-28 suite's name for test_tool_with_logging)",
+        schema: no_arguments,
+    },
     Tool { name: "test_error_handling", description: "Always returns a tool error", schema: no_arguments },
+    Tool {
+        name: "test_param_header",
+        description: "Echoes `region`, which a 2026-07-28 client mirrors into the Mcp-Param-Region header",
+        schema: || {
+            json!({"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}
+            }})
+        },
+    },
     Tool {
         name: "test_reconnection",
         description: "Closes its SSE stream mid-call; the result arrives on the client's GET resume",
         schema: no_arguments,
     },
 ];
+
+/// The parameters of tool `name` a 2026-07-28 client mirrors into `Mcp-Param-{header}`
+/// headers: `(property, header)`, top-level properties only (ours have no nested ones).
+pub fn param_headers(name: &str) -> Vec<(String, String)> {
+    let Some(tool) = TOOLS.iter().find(|t| t.name == name) else { return Vec::new() };
+    let schema = (tool.schema)();
+    let Some(properties) = schema["properties"].as_object() else { return Vec::new() };
+    properties
+        .iter()
+        .filter_map(|(p, s)| Some((p.clone(), s.get("x-mcp-header")?.as_str()?.to_owned())))
+        .collect()
+}
 
 /// The `tools/list` result.
 pub fn list() -> Value {
@@ -192,6 +233,16 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
             if line.len() > MAX_APPEND_BYTES || line.contains(['\n', '\r']) {
                 return bad("`text` must be one line of at most 64 KiB");
             }
+            let Some(delay) = args.get("delay_ms").map_or(Some(0), Value::as_u64) else {
+                return bad("`delay_ms` must be an integer from 0 to 60000");
+            };
+            if delay > MAX_COUNTDOWN_INTERVAL_MS {
+                return bad("`delay_ms` must be an integer from 0 to 60000");
+            }
+            // A call cancelled while it waits writes nothing.
+            if delay > 0 && !host.sleep(delay).await {
+                return Ok(tool_error("cancelled before anything was written"));
+            }
             Ok(match host.append(line) {
                 Ok(count) => json!({
                     "content": [{"type": "text", "text": count.to_string()}],
@@ -259,7 +310,7 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
             }
             Ok(text("Progress test completed"))
         }
-        "test_tool_with_logging" => {
+        "test_tool_with_logging" | "test_logging_tool" => {
             for (i, msg) in ["Tool execution started", "Tool processing data", "Tool execution completed"]
                 .into_iter()
                 .enumerate()
@@ -267,14 +318,17 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
                 if i > 0 && !host.sleep(50).await {
                     return Ok(tool_error("cancelled"));
                 }
-                host.notify(jsonrpc::notification(
-                    "notifications/message",
-                    json!({"level": "info", "data": msg}),
-                ));
+                if call.logs {
+                    host.notify(jsonrpc::notification(
+                        "notifications/message",
+                        json!({"level": "info", "data": msg}),
+                    ));
+                }
             }
             Ok(text("Logging test completed"))
         }
         "test_error_handling" => Ok(tool_error("This tool intentionally returns an error for testing")),
+        "test_param_header" => Ok(text(args.get("region").and_then(Value::as_str).unwrap_or("no region"))),
         "test_reconnection" => {
             if !host.sleep(100).await {
                 return Ok(tool_error("cancelled"));

@@ -85,9 +85,9 @@ pub struct Connection {
 }
 
 impl Connection {
-    /// An SSE response (`200`, `text/event-stream`) for `session`.
-    pub fn open(out: ResponseOutparam, session: &str) -> Self {
-        Self::new(out, 200, &mcp_transport::reply::sse_headers(session))
+    /// An SSE response (`200`, `text/event-stream`) for `stream`.
+    pub fn open(out: ResponseOutparam, stream: &mcp_transport::reply::Stream) -> Self {
+        Self::new(out, 200, &stream.headers())
     }
 
     fn new(out: ResponseOutparam, status: u16, headers: &[(&str, &str)]) -> Self {

@@ -82,7 +82,7 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
             connection::reply_accepted(out, &session)
         }
         Reply::Stream(stream) => {
-            let conn = Connection::open(out, &stream.session);
+            let conn = Connection::open(out, &stream);
             serve(gate, conn, stream, lease_ms);
         }
     }

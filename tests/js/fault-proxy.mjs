@@ -1,11 +1,12 @@
 // A TCP proxy in front of the MCP server that can cut a connection at a chosen byte: when a
 // server→client chunk contains `pattern`, the bytes before it are forwarded and both sides
-// are destroyed, as a network drop would do. It also records each request's first lines.
+// are destroyed, as a network drop would do; or, `afterMs` after the client sent a request
+// containing a pattern. It also records each request's first lines.
 import net from "node:net";
 
 export async function startProxy(upstreamUrl) {
   const upstream = new URL(upstreamUrl);
-  const state = { armed: null, cuts: 0, requests: [] };
+  const state = { armed: null, timed: null, cuts: 0, requests: [] };
   const sockets = new Set();
   const server = net.createServer((client) => {
     const up = net.connect(Number(upstream.port), upstream.hostname);
@@ -21,6 +22,16 @@ export async function startProxy(upstreamUrl) {
       const last = pending.lastIndexOf("\r\n\r\n");
       if (last >= 0) pending = pending.slice(last + 4);
       up.write(chunk);
+      // A network drop while the server works on a request that says nothing until it ends.
+      const timed = state.timed;
+      if (timed && chunk.toString("latin1").includes(timed.pattern)) {
+        state.timed = null;
+        setTimeout(() => {
+          state.cuts += 1;
+          client.destroy();
+          up.destroy();
+        }, timed.afterMs);
+      }
     });
     up.on("data", (chunk) => {
       const text = chunk.toString("latin1");
@@ -52,6 +63,9 @@ export async function startProxy(upstreamUrl) {
     state,
     cutWhenServerSends(pattern) {
       state.armed = pattern;
+    },
+    cutAfterClientSends(pattern, afterMs) {
+      state.timed = { pattern, afterMs };
     },
     close: () => {
       for (const s of sockets) s.destroy();

@@ -31,7 +31,7 @@ async def with_proxy():
     return proxy, f"http://localhost:{port}{u.path}"
 
 
-async def a_probing_client_lists_the_tools_falling_back_to_initialize_where_needed():
+async def a_probing_client_lists_the_tools_in_the_era_the_server_speaks():
     proxy, url = await with_proxy()
     async with Client(url, mode="auto") as client:
         tools = await client.list_tools()
@@ -40,8 +40,9 @@ async def a_probing_client_lists_the_tools_falling_back_to_initialize_where_need
     posts = [r for r in proxy.requests if r.startswith("POST")]
     probes = [r for r in posts if "2026-07-28" in r]
     assert probes, "the client probed the stateless revision first"
-    # The project's hosts refuse that revision and the client falls back to `initialize`; the
-    # Python SDK's own server speaks it, and then every POST stays in it.
+    # The project's hosts and the Python SDK's own server speak that revision, and then every
+    # POST stays in it; the TypeScript SDK 1.32 server refuses it and the client falls back to
+    # `initialize`.
     fell_back = any("2025-11-25" in r or "initialize" in r for r in posts)
     assert fell_back or len(probes) == len(posts), posts
     await proxy.close()
@@ -83,7 +84,7 @@ async def append_cut_before_its_result_runs_exactly_once():
 
 async def main() -> int:
     tests = [
-        a_probing_client_lists_the_tools_falling_back_to_initialize_where_needed,
+        a_probing_client_lists_the_tools_in_the_era_the_server_speaks,
         a_countdown_cut_mid_stream_resumes_with_every_event_once,
         append_cut_before_its_result_runs_exactly_once,
     ]

@@ -1,14 +1,16 @@
-//! The official TypeScript SDK client and the MCP conformance suite (both from npm, installed
-//! from `tests/js/package-lock.json` by `npm ci`) against host-example and the Spin app.
+//! The official TypeScript SDK clients (1.32 and 2.4) and the MCP conformance suite (all from
+//! npm, installed from `tests/js/package-lock.json` by `npm ci`) against host-example and the
+//! Spin app.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tests::http::TestServer;
-use tests::{on_both_servers, on_every_server};
+use tests::{on_both_servers, on_every_server, on_rust_servers};
 
 on_every_server!(the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once);
 on_both_servers!(the_mcp_conformance_scenarios_pass_without_failure);
+on_rust_servers!(the_newest_typescript_client_gets_each_era_in_each_negotiation_mode);
 
 fn js_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("js")
@@ -31,39 +33,91 @@ fn the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once(start: 
     assert!(stdout.contains("pass 4") && stdout.contains("fail 0"), "expected 4 passing tests");
 }
 
-const SCENARIOS: [&str; 11] = [
-    "server-initialize",
-    "ping",
-    "logging-set-level",
-    "tools-list",
-    "tools-call-simple-text",
-    "tools-call-with-progress",
-    "tools-call-with-logging",
-    "tools-call-error",
-    "server-sse-multiple-streams",
-    "server-sse-polling",
-    "dns-rebinding-protection",
+/// `@modelcontextprotocol/client` 2.4 in its `legacy`, `auto` and pinned-2026-07-28 modes:
+/// calls and progress; a cut stream resumed in the 2025 era, cancelled in the new one; both
+/// eras at once.
+fn the_newest_typescript_client_gets_each_era_in_each_negotiation_mode(start: fn() -> TestServer) {
+    npm_ci();
+    let srv = start();
+    let (ok, stdout) = srv.run_client(
+        Command::new("node")
+            .args(["--test", "--test-reporter=spec", "ts-client-eras.test.mjs"])
+            .current_dir(js_dir()),
+    );
+    assert!(ok, "the TypeScript client 2.4 tests failed");
+    assert!(stdout.contains("pass 10") && stdout.contains("fail 0"), "expected 10 passing tests");
+}
+
+/// The suite's server scenarios that apply to this server, by protocol era, with the checks
+/// each may fail. Only `server-stateless` has any: three checks need diagnostic tools that
+/// use a client capability (sampling, elicitation by multi-round-trip), which our tools never
+/// do, so the suite reports them as "not testable".
+const SCENARIOS: [(&str, &str, &[&str]); 22] = [
+    ("2025-11-25", "server-initialize", &[]),
+    ("2025-11-25", "server-session-lifecycle", &[]),
+    ("2025-11-25", "ping", &[]),
+    ("2025-11-25", "logging-set-level", &[]),
+    ("2025-11-25", "tools-list", &[]),
+    ("2025-11-25", "tools-call-simple-text", &[]),
+    ("2025-11-25", "tools-call-with-progress", &[]),
+    ("2025-11-25", "tools-call-with-logging", &[]),
+    ("2025-11-25", "tools-call-error", &[]),
+    ("2025-11-25", "server-sse-multiple-streams", &[]),
+    ("2025-11-25", "server-sse-polling", &[]),
+    ("2025-11-25", "dns-rebinding-protection", &[]),
+    (
+        "2026-07-28",
+        "server-stateless",
+        &[
+            "sep-2575-server-rejects-undeclared-capability",
+            "sep-2575-missing-capability-http-400",
+            "sep-2575-http-server-no-independent-requests-on-stream",
+        ],
+    ),
+    ("2026-07-28", "tools-list", &[]),
+    ("2026-07-28", "tools-call-simple-text", &[]),
+    ("2026-07-28", "tools-call-with-progress", &[]),
+    ("2026-07-28", "tools-call-error", &[]),
+    ("2026-07-28", "server-sse-multiple-streams", &[]),
+    ("2026-07-28", "dns-rebinding-protection", &[]),
+    ("2026-07-28", "http-header-validation", &[]),
+    ("2026-07-28", "http-custom-header-server-validation", &[]),
+    // `caching`'s tools/list checks; its prompts and resources checks need lists we do not serve.
+    (
+        "2026-07-28",
+        "caching",
+        &[
+            "sep-2549-prompts-list-caching-hints",
+            "sep-2549-resources-list-caching-hints",
+            "sep-2549-resources-templates-list-caching-hints",
+        ],
+    ),
 ];
 
 fn the_mcp_conformance_scenarios_pass_without_failure(start: fn() -> TestServer) {
     npm_ci();
     let srv = start();
-    for scenario in SCENARIOS {
+    for (era, scenario, may_fail) in SCENARIOS {
         let out = Command::new("node")
             .args([
                 "--import",
                 "./node20-compat.mjs",
                 "node_modules/@modelcontextprotocol/conformance/dist/index.js",
             ])
-            .args(["server", "--url", &srv.url(), "--scenario", scenario])
+            .args(["server", "--url", &srv.url(), "--scenario", scenario, "--spec-version", era])
             .current_dir(js_dir())
             .env("NO_COLOR", "1")
             .output()
             .unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
-        println!("== {scenario}\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
-        assert!(out.status.success(), "{scenario} failed");
-        assert!(!stdout.contains("FAILURE"), "{scenario} reported a FAILURE");
-        assert!(stdout.contains("0 failed"), "{scenario} printed no result line");
+        println!("== {era} {scenario}\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+        let failures: Vec<&str> = stdout.lines().filter(|l| l.contains("FAILURE")).collect();
+        for failure in &failures {
+            assert!(may_fail.iter().any(|id| failure.contains(id)), "{era} {scenario}: {failure}");
+        }
+        assert_eq!(failures.len(), may_fail.len(), "{era} {scenario}: the known failures changed");
+        assert!(out.status.success() || !may_fail.is_empty(), "{era} {scenario} failed");
+        let summary = format!(", {} failed", may_fail.len());
+        assert!(stdout.contains(&summary), "{era} {scenario} printed no result line");
     }
 }

@@ -7,9 +7,9 @@ use tests::http::TestServer;
 use tests::on_every_server;
 use tests::python::{dir as py_dir, venv_python};
 
-on_every_server!(the_python_sdk_client_falls_back_from_its_probe_resumes_after_cuts_and_runs_append_once);
+on_every_server!(the_python_sdk_client_probes_the_new_era_resumes_after_cuts_and_runs_append_once);
 
-fn the_python_sdk_client_falls_back_from_its_probe_resumes_after_cuts_and_runs_append_once(
+fn the_python_sdk_client_probes_the_new_era_resumes_after_cuts_and_runs_append_once(
     start: fn() -> TestServer,
 ) {
     let python = venv_python();

@@ -33,6 +33,8 @@ impl Server {
                 frames.extend(r.stranded.iter().map(sse::stranded));
                 Reply::Stream(Stream {
                     session,
+                    resumable: true,
+                    farewell: None,
                     stream: r.stream,
                     attachment: r.attachment,
                     frames,

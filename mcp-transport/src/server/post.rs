@@ -49,6 +49,13 @@ impl Server {
         {
             return self.initialize(gate, req, id, params, mint);
         }
+        if req.header(VERSION_HEADER).is_none()
+            && let Message::Request { id, params, .. } = &message
+            && params.get("_meta").and_then(|m| m.get(super::stateless::VERSION_META)).is_some()
+        {
+            let msg = "Header mismatch: the MCP-Protocol-Version header is required";
+            return rpc_error(400, Some(id), jsonrpc::HEADER_MISMATCH, msg);
+        }
         let session = match Self::session_id(req) {
             Ok(s) => s,
             Err(refused) => return Reply::Plain(refused),

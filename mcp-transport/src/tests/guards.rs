@@ -9,12 +9,25 @@ fn methods_other_than_get_post_delete_are_405_with_allow() {
 }
 
 #[test]
-fn an_unsupported_protocol_version_is_400() {
+fn an_unsupported_protocol_version_is_400_with_the_versions_we_speak() {
     let mut h = Harness::new();
     let s = h.initialize();
     let req = with_header(request("GET", Some(&s)), "mcp-protocol-version", b"1999-01-01");
     let p = plain(h.handle(&req));
-    assert_eq!((p.status, error_code(&p)), (400, INVALID_REQUEST));
+    assert_eq!((p.status, error_code(&p)), (400, -32022));
+    let body: Value = serde_json::from_str(p.body.as_deref().unwrap()).unwrap();
+    assert_eq!(body["error"]["data"]["requested"], "1999-01-01");
+    assert_eq!(
+        body["error"]["data"]["supported"],
+        json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"])
+    );
+    let req = with_header(post(None, &json!({})), "mcp-protocol-version", "x\u{1}".repeat(40).as_bytes());
+    let body: Value = serde_json::from_str(plain(h.handle(&req)).body.as_deref().unwrap()).unwrap();
+    assert_eq!(
+        body["error"]["data"]["requested"],
+        Value::Null,
+        "a long or unprintable version is not echoed"
+    );
 }
 
 #[test]
@@ -26,7 +39,7 @@ fn a_foreign_host_or_origin_is_403_before_anything_else() {
     }
     h.server.config.allowed_hosts = AllowedHosts::new(["mcp.example.com"]);
     let req = with_header(request("GET", None), "host", b"mcp.example.com:443");
-    assert_eq!(plain(h.handle(&req)).status, 400, "allowed; refused later for the missing session");
+    assert_eq!(plain(h.handle(&req)).status, 405, "allowed; refused later: a GET needs a session");
 }
 
 #[test]

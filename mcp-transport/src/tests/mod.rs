@@ -115,4 +115,5 @@ mod exchange;
 mod guards;
 mod reconnects;
 mod sessions;
+mod stateless;
 mod streams;

@@ -1,9 +1,14 @@
 use super::*;
 
 #[test]
-fn no_session_header_is_400_an_unknown_one_404() {
+fn no_session_header_is_405_for_get_and_delete_400_for_post_an_unknown_one_404() {
     let mut h = Harness::new();
-    assert_eq!(plain(h.handle(&request("GET", None))).status, 400);
+    for method in ["GET", "DELETE"] {
+        let p = plain(h.handle(&request(method, None)));
+        assert_eq!((p.status, p.allow), (405, Some("POST")), "{method} without a session");
+    }
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    assert_eq!(plain(h.handle(&post(None, &ping))).status, 400);
     let p = plain(h.handle(&request("GET", Some("nobody"))));
     assert_eq!((p.status, error_code(&p)), (404, -32001));
 }
