@@ -36,7 +36,13 @@ pub struct Settings {
     /// `--session-idle-ms` for the state in this process (a shared store expires sessions
     /// itself); `None`: sessions end only by `DELETE` and admission.
     pub session_idle_ms: Option<u64>,
+    /// `--max-stateless-calls`: 2026-07-28 streams open at once. The gate bounds a session's
+    /// streams; these have no session, so this is their bound (`503` beyond).
+    pub max_stateless_calls: usize,
 }
+
+/// The default `max_stateless_calls`.
+pub const DEFAULT_MAX_STATELESS_CALLS: usize = 1024;
 
 impl Settings {
     pub fn new(allowed_hosts: AllowedHosts, config: resume_gate::Config) -> Self {
@@ -47,6 +53,7 @@ impl Settings {
             shared: false,
             wakeups: None,
             session_idle_ms: None,
+            max_stateless_calls: DEFAULT_MAX_STATELESS_CALLS,
         }
     }
 
@@ -76,6 +83,8 @@ pub struct App {
     pub(crate) attached: AtomicUsize,
     /// Those of them that carry calls' answers (a drain waits for them).
     pub(crate) answering: AtomicUsize,
+    /// Those of them that serve the 2026-07-28 era (`--max-stateless-calls`).
+    pub(crate) stateless: AtomicUsize,
     /// When each session was last active (`--session-idle-ms`).
     pub(crate) idle: Option<crate::idle::IdleSessions>,
 }
@@ -108,9 +117,21 @@ impl App {
             requests: AtomicU64::new(0),
             attached: AtomicUsize::new(0),
             answering: AtomicUsize::new(0),
+            stateless: AtomicUsize::new(0),
             idle,
             settings,
         })
+    }
+
+    /// Takes a slot for a 2026-07-28 stream (its SSE body gives it back); `false`: all
+    /// `--max-stateless-calls` are taken.
+    pub(crate) fn admit_stateless(&self) -> bool {
+        let taken = self.stateless.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if taken >= self.settings.max_stateless_calls {
+            self.stateless.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            return false;
+        }
+        true
     }
 
     /// Serves `/metrics` from now on (`--metrics`).

@@ -36,7 +36,11 @@ struct Ended {
 impl Drop for Ended {
     fn drop(&mut self) {
         self.app.attached.fetch_sub(1, Ordering::Relaxed);
-        self.app.active(&self.served.key.0, Some(false));
+        if self.served.resumable {
+            self.app.active(&self.served.key.0, Some(false));
+        } else {
+            self.app.stateless.fetch_sub(1, Ordering::Relaxed);
+        }
         if !self.served.requests.is_empty() {
             self.app.answering.fetch_sub(1, Ordering::Relaxed);
         }
@@ -47,7 +51,11 @@ impl Drop for Ended {
 impl SseBody {
     pub fn new(rx: mpsc::Receiver<Bytes>, app: Arc<App>, served: Arc<Served>, attachment: u32) -> Self {
         app.attached.fetch_add(1, Ordering::Relaxed);
-        app.active(&served.key.0, Some(true));
+        // A stateless stream's slot was taken before (`App::admit_stateless`); its key is no
+        // session, so it is not tracked as one.
+        if served.resumable {
+            app.active(&served.key.0, Some(true));
+        }
         if !served.requests.is_empty() {
             app.answering.fetch_add(1, Ordering::Relaxed);
         }

@@ -51,6 +51,12 @@ async fn handle(
     let mut gate = app.gate(req.header_str(mcp_transport::http::SESSION_HEADER));
     let reply = app.server.handle(&mut **gate, &req, mint_session_id);
     if let Reply::Stream(stream) = reply {
+        if !stream.resumable && !app.admit_stateless() {
+            drop(gate);
+            let id = stream.calls.first().and_then(|c| c.id());
+            let message = "as many 2026-07-28 calls as --max-stateless-calls are open";
+            return plain_response(&mcp_transport::errors::unavailable(id, message));
+        }
         let (session, cancels) = (stream.session.clone(), stream.cancels.clone());
         let (response, then) = stream_response(&app, stream);
         drop(gate);

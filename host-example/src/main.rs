@@ -82,6 +82,11 @@ struct ServeArgs {
     #[arg(long, env = "RESUME_GATE_MAX_BATCH", default_value_t = mcp_transport::server::DEFAULT_MAX_BATCH as u64,
           value_parser = clap::value_parser!(u64).range(1..=resume_gate::MAX_BATCH_REQUESTS as u64))]
     max_batch: u64,
+    /// 2026-07-28 calls (and `subscriptions/listen` streams) open at once; more is `503`. They
+    /// have no session, so the gate's bounds do not reach them.
+    #[arg(long, env = "RESUME_GATE_MAX_STATELESS_CALLS", default_value_t = host_example::app::DEFAULT_MAX_STATELESS_CALLS as u64,
+          value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    max_stateless_calls: u64,
     /// On SIGTERM (a deploy): how long the calls running here may take to finish, in ms, before
     /// they are given up (their clients' reconnects then get `-32001` at once, on any process).
     #[arg(long, env = "RESUME_GATE_DRAIN_MS", default_value_t = 10_000)]
@@ -132,6 +137,7 @@ fn serve(args: ServeArgs) -> Result<()> {
     let mut collector = None;
     let mut settings = Settings::new(hosts, config.clone());
     settings.max_batch = args.max_batch as usize;
+    settings.max_stateless_calls = args.max_stateless_calls as usize;
     let app = match args.store.open()? {
         None => {
             let path = args.component.as_deref().unwrap_or(gate_host::GATE_MEMORY_WASM);

@@ -26,6 +26,8 @@ pub struct Served {
     pub key: StreamKey,
     /// The requests it answers (for `notifications/cancelled`).
     pub requests: Vec<RequestId>,
+    /// A 2025-era stream of a session; `false`: a 2026-07-28 one, keyed by chance.
+    pub resumable: bool,
     exchange: Mutex<Exchange>,
     /// The connection serving the stream now; `None` once it ended or nothing more comes.
     sink: Mutex<Option<mpsc::Sender<Bytes>>>,
@@ -46,6 +48,7 @@ impl Served {
         let served = Self {
             key,
             requests,
+            resumable: exchange.is_resumable(),
             exchange: Mutex::new(exchange),
             sink: Mutex::new(Some(sink)),
             wake: Notify::new(),

@@ -88,7 +88,7 @@ pub(crate) fn session_not_found() -> Plain {
     gate_error_plain(&GateError::UnknownSession, None)
 }
 
-pub(crate) fn unavailable(id: Option<&RequestId>, message: &str) -> Plain {
+pub fn unavailable(id: Option<&RequestId>, message: &str) -> Plain {
     Plain {
         retry_after: Some(RETRY_AFTER_SECONDS),
         ..rpc_plain(503, id, INTERNAL_ERROR, &format!("Service Unavailable: {message}"))

@@ -6,13 +6,41 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tests::http::{ACCEPT, Client, JSON, Response, TestServer, request};
+use tests::http::{ACCEPT, Client, JSON, Response, Setup, TestServer, request};
 use tests::on_rust_servers;
 
 on_rust_servers!(
     a_stateless_request_is_served_without_a_session_and_its_headers_must_match,
     closing_a_stateless_stream_cancels_its_call_and_a_reissue_runs_once,
 );
+
+/// They have no session for the gate to bound: `--max-stateless-calls` does, and a 2025-era
+/// session beside them is untouched.
+#[test]
+fn stateless_calls_beyond_their_bound_get_503_and_sessions_are_untouched() {
+    let srv = TestServer::host_example_with(Setup { max_stateless_calls: Some(2), ..Setup::default() });
+    let long = json!({"name": "countdown", "arguments": {"n": 100, "interval_ms": 50}, "_meta": {"progressToken": "p"}});
+    let mut open: Vec<Response> = (1..=2).map(|id| post(&srv, id, "tools/call", long.clone(), &[])).collect();
+    for stream in &mut open {
+        assert_eq!(stream.status, 200);
+        assert!(stream.next_frame(WAIT).is_some(), "it runs");
+    }
+    let refused = post(&srv, 3, "tools/call", long.clone(), &[]);
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    let (status, code, _) = error_of(refused);
+    assert_eq!((status, code), (503, json!(-32603)));
+    let session = Client::initialize(srv.addr);
+    let frames = session.call(4, "test_simple_text", json!({}), &[]).frames_until_closed(WAIT);
+    assert!(frames.iter().any(|f| f.json()["id"] == 4), "a session's call is not counted");
+
+    // A closed stream gives its slot back once the server notices (at its next event).
+    drop(open.pop());
+    let admitted = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        post(&srv, 5, "tools/call", json!({"name": "test_simple_text"}), &[]).status == 200
+    });
+    assert!(admitted, "the slot came back");
+}
 
 const MODERN: &str = "2026-07-28";
 const WAIT: Duration = Duration::from_secs(10);

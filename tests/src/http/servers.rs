@@ -81,7 +81,12 @@ fn app_over(kv: resume_gate_redis::RedisKv, setup: &Setup) -> std::sync::Arc<App
 }
 
 fn settings(setup: &Setup) -> Settings {
-    Settings { max_batch: setup.max_batch(), ..Settings::new(setup.hosts(), setup.config()) }
+    let mut settings =
+        Settings { max_batch: setup.max_batch(), ..Settings::new(setup.hosts(), setup.config()) };
+    if let Some(max) = setup.max_stateless_calls {
+        settings.max_stateless_calls = max;
+    }
+    settings
 }
 
 fn app_with(instances: Instances, journal: Journal, setup: &Setup) -> std::sync::Arc<App> {
@@ -107,6 +112,8 @@ pub struct Setup {
     pub max_batch: Option<usize>,
     /// The edge app's state on the tests' Redis server instead of in process (`--store`).
     pub redis: bool,
+    /// host-example's `--max-stateless-calls`.
+    pub max_stateless_calls: Option<usize>,
 }
 
 impl Setup {
