@@ -52,6 +52,24 @@ fn the_newest_typescript_client_gets_each_era_in_each_negotiation_mode(start: fn
 /// each may fail. Only `server-stateless` has any: three checks need diagnostic tools that
 /// use a client capability (sampling, elicitation by multi-round-trip), which our tools never
 /// do, so the suite reports them as "not testable".
+/// The Python package's example (the `mcp` 2.x SDK server with the gate's adapter): the same
+/// client gets a gated 2025 session in `legacy` mode and the SDK's own 2026-07-28 serving in
+/// the others, which the adapter lets through. (Its tools take no `delay_ms`, so the `append`
+/// cases are left to the project's hosts.)
+#[test]
+fn the_python_packages_example_serves_both_eras_to_the_newest_typescript_client() {
+    npm_ci();
+    let srv = TestServer::python_example();
+    let (ok, stdout) = srv.run_client(
+        Command::new("node")
+            .args(["--test", "--test-reporter=spec", "--test-name-pattern=speaks|countdown cut|at once"])
+            .arg("ts-client-eras.test.mjs")
+            .current_dir(js_dir()),
+    );
+    assert!(ok, "the TypeScript client 2.4 tests failed against the Python example");
+    assert!(stdout.contains("pass 7") && stdout.contains("fail 0"), "expected 7 passing tests");
+}
+
 const SCENARIOS: [(&str, &str, &[&str]); 22] = [
     ("2025-11-25", "server-initialize", &[]),
     ("2025-11-25", "server-session-lifecycle", &[]),
