@@ -6,6 +6,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { startProxy } from "./fault-proxy.mjs";
+import { RECONNECTION } from "./reconnection.mjs";
 
 const SERVER = process.env.MCP_URL;
 const MODES = [
@@ -17,14 +18,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function connect(url, mode) {
   const client = new Client({ name: "resume-gate-eras-test", version: "1.0.0" }, { versionNegotiation: { mode } });
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    reconnectionOptions: {
-      initialReconnectionDelay: 100,
-      maxReconnectionDelay: 1000,
-      reconnectionDelayGrowFactor: 1.5,
-      maxRetries: 5,
-    },
-  });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { reconnectionOptions: RECONNECTION });
   await client.connect(transport);
   return { client, transport };
 }

@@ -5,19 +5,13 @@ import assert from "node:assert/strict";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { startProxy } from "./fault-proxy.mjs";
+import { RECONNECTION } from "./reconnection.mjs";
 
 const SERVER = process.env.MCP_URL;
 
 async function connect(url) {
   const client = new Client({ name: "resume-gate-ts-test", version: "1.0.0" });
-  const transport = new StreamableHTTPClientTransport(new URL(url), {
-    reconnectionOptions: {
-      initialReconnectionDelay: 100,
-      maxReconnectionDelay: 1000,
-      reconnectionDelayGrowFactor: 1.5,
-      maxRetries: 5,
-    },
-  });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { reconnectionOptions: RECONNECTION });
   await client.connect(transport);
   return { client, transport };
 }

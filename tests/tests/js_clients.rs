@@ -21,31 +21,33 @@ fn npm_ci() {
     tests::npm_ci(&js_dir());
 }
 
-fn the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once(start: fn() -> TestServer) {
+/// Runs the `node --test` file `file` (only the tests `pattern` names, if given) against `srv`,
+/// expecting `passing` tests to pass and none to fail.
+fn node_tests(srv: &TestServer, file: &str, pattern: Option<&str>, passing: usize) {
     npm_ci();
-    let srv = start();
-    let (ok, stdout) = srv.run_client(
-        Command::new("node")
-            .args(["--test", "--test-reporter=spec", "ts-client.test.mjs"])
-            .current_dir(js_dir()),
+    let mut cmd = Command::new("node");
+    cmd.args(["--test", "--test-reporter=spec"]);
+    if let Some(pattern) = pattern {
+        cmd.arg(format!("--test-name-pattern={pattern}"));
+    }
+    let (ok, stdout) = srv.run_client(cmd.arg(file).current_dir(js_dir()));
+    assert!(ok, "{file} failed against {}", srv.url());
+    let expected = format!("pass {passing}");
+    assert!(
+        stdout.contains(&expected) && stdout.contains("fail 0"),
+        "{file}: expected {passing} passing tests"
     );
-    assert!(ok, "the TypeScript client tests failed");
-    assert!(stdout.contains("pass 4") && stdout.contains("fail 0"), "expected 4 passing tests");
+}
+
+fn the_typescript_sdk_client_resumes_after_cuts_and_sees_everything_once(start: fn() -> TestServer) {
+    node_tests(&start(), "ts-client.test.mjs", None, 4);
 }
 
 /// `@modelcontextprotocol/client` 2.4 in its `legacy`, `auto` and pinned-2026-07-28 modes:
 /// calls and progress; a cut stream resumed in the 2025 era, cancelled in the new one; both
 /// eras at once.
 fn the_newest_typescript_client_gets_each_era_in_each_negotiation_mode(start: fn() -> TestServer) {
-    npm_ci();
-    let srv = start();
-    let (ok, stdout) = srv.run_client(
-        Command::new("node")
-            .args(["--test", "--test-reporter=spec", "ts-client-eras.test.mjs"])
-            .current_dir(js_dir()),
-    );
-    assert!(ok, "the TypeScript client 2.4 tests failed");
-    assert!(stdout.contains("pass 10") && stdout.contains("fail 0"), "expected 10 passing tests");
+    node_tests(&start(), "ts-client-eras.test.mjs", None, 10);
 }
 
 /// The suite's server scenarios that apply to this server, by protocol era, with the checks
@@ -58,16 +60,8 @@ fn the_newest_typescript_client_gets_each_era_in_each_negotiation_mode(start: fn
 /// cases are left to the project's hosts.)
 #[test]
 fn the_python_packages_example_serves_both_eras_to_the_newest_typescript_client() {
-    npm_ci();
     let srv = TestServer::python_example();
-    let (ok, stdout) = srv.run_client(
-        Command::new("node")
-            .args(["--test", "--test-reporter=spec", "--test-name-pattern=speaks|countdown cut|at once"])
-            .arg("ts-client-eras.test.mjs")
-            .current_dir(js_dir()),
-    );
-    assert!(ok, "the TypeScript client 2.4 tests failed against the Python example");
-    assert!(stdout.contains("pass 7") && stdout.contains("fail 0"), "expected 7 passing tests");
+    node_tests(&srv, "ts-client-eras.test.mjs", Some("speaks|countdown cut|at once"), 7);
 }
 
 const SCENARIOS: [(&str, &str, &[&str]); 22] = [

@@ -22,7 +22,12 @@ pub struct Driver<'a> {
     pub written: Vec<String>,
 }
 
-impl Driver<'_> {
+impl<'a> Driver<'a> {
+    /// A host at time 0 over `gate`, its `append`s in `journal`.
+    pub fn new(gate: &'a mut InProcess, journal: &'a RefCell<Vec<String>>) -> Self {
+        Self { gate, journal, now: 0, vanish_after: None, written: Vec::new() }
+    }
+
     pub fn serve(&mut self, exchange: &mut Exchange) {
         loop {
             self.drain(exchange);

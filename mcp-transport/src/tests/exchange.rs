@@ -13,8 +13,7 @@ fn options(shared: bool, events: Events) -> Options {
 }
 
 fn serve(h: &mut Harness, exchange: &mut Exchange, journal: &RefCell<Vec<String>>) -> Vec<Value> {
-    let mut driver =
-        driver::Driver { gate: &mut h.gate, journal, now: 0, vanish_after: None, written: Vec::new() };
+    let mut driver = driver::Driver::new(&mut h.gate, journal);
     driver.serve(exchange);
     driver
         .written
@@ -121,13 +120,8 @@ fn a_follower_asks_the_client_to_poll_again_when_its_time_is_up() {
     h.gate.detach(&s, st.stream, st.attachment).unwrap();
     let resumed = h.get(&s, &cursor);
     let mut follower = Exchange::new(resumed, options(true, Events::Elsewhere), 0);
-    let mut driver = driver::Driver {
-        gate: &mut h.gate,
-        journal: &RefCell::new(Vec::new()),
-        now: 0,
-        vanish_after: None,
-        written: Vec::new(),
-    };
+    let journal = RefCell::new(Vec::new());
+    let mut driver = driver::Driver::new(&mut h.gate, &journal);
     driver.serve(&mut follower);
     assert_eq!(driver.written.last().map(String::as_str), Some("retry: 250\n\n"));
     assert!(driver.now >= TIMING.follow_ms, "it followed for its time: {} ms", driver.now);

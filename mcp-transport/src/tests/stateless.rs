@@ -72,13 +72,8 @@ fn a_tool_call_gets_a_stream_of_its_own_that_the_gate_never_sees() {
     assert!(headers.contains(&("x-accel-buffering", "no")));
     let mut exchange =
         Exchange::new(st, Options { timing: Timing::default(), shared: true, events: Events::Elsewhere }, 0);
-    let mut driver = driver::Driver {
-        gate: &mut h.gate,
-        journal: &RefCell::new(Vec::new()),
-        now: 0,
-        vanish_after: None,
-        written: Vec::new(),
-    };
+    let journal = RefCell::new(Vec::new());
+    let mut driver = driver::Driver::new(&mut h.gate, &journal);
     driver.serve(&mut exchange);
     assert!(driver.written.iter().all(|f| !f.contains("id: ")), "no event ids: {:?}", driver.written);
     let sent: Vec<Value> = driver
@@ -120,13 +115,8 @@ fn logging_reaches_only_a_request_that_names_a_level() {
             stream(h.handle(&modern("tools/call", json!({"name": "test_tool_with_logging", "_meta": meta}))));
         let mut exchange =
             Exchange::new(st, Options { timing: Timing::default(), shared: false, events: Events::Here }, 0);
-        let mut driver = driver::Driver {
-            gate: &mut h.gate,
-            journal: &RefCell::new(Vec::new()),
-            now: 0,
-            vanish_after: None,
-            written: Vec::new(),
-        };
+        let journal = RefCell::new(Vec::new());
+        let mut driver = driver::Driver::new(&mut h.gate, &journal);
         driver.serve(&mut exchange);
         let logs = driver.written.iter().filter(|f| f.contains("notifications/message")).count();
         assert_eq!(logs, expected);
