@@ -1,4 +1,5 @@
-//! MCP Streamable HTTP (revisions 2025-03-26, 2025-06-18, 2025-11-25), sans-IO.
+//! MCP Streamable HTTP (revisions 2025-03-26, 2025-06-18, 2025-11-25 and the stateless
+//! 2026-07-28, on one endpoint), sans-IO.
 //!
 //! A host turns each HTTP request into an [`http::HttpRequest`], calls
 //! [`server::Server::handle`] with its gate, and writes the [`reply::Reply`]; an SSE reply is
@@ -9,7 +10,8 @@
 //!
 //! # Layout
 //!
-//! - [`server`]: request → reply, in the spec's order of checks (method, headers, session).
+//! - [`server`]: request → reply, in the spec's order of checks (method, headers, session);
+//!   a 2026-07-28 request is served without a session and without the gate.
 //! - [`calls`]: the requests a stream answers (a tool call, a batch's other requests).
 //! - [`exchange`]: serving one SSE response, sans-IO: call order, following a stream,
 //!   heartbeats, take-over, detaching — what every host would otherwise write again.

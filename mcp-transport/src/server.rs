@@ -182,6 +182,15 @@ impl Server {
         req.header_str("accept").is_none_or(|a| a.contains(media) || a.contains("*/*"))
     }
 
+    /// `415` unless the body is JSON.
+    fn require_json_body(req: &HttpRequest) -> Option<Reply> {
+        let json = req
+            .header_str("content-type")
+            .is_some_and(|c| c.to_ascii_lowercase().starts_with("application/json"));
+        let message = "Unsupported Media Type: Content-Type must be application/json";
+        (!json).then(|| rpc_error(415, None, INVALID_REQUEST, message))
+    }
+
     /// `406` unless the client accepts an SSE reply.
     fn require_sse(req: &HttpRequest, id: Option<&RequestId>) -> Option<Reply> {
         let message = "Not Acceptable: Accept must include text/event-stream";

@@ -3,7 +3,8 @@
 //! `countdown {n: 0}` long past `max-streams-per-session`, so that every call has to make room.
 //!
 //! The bounds are guards against a regression, with a margin over what was measured when they
-//! were written; they are not the goal (issue 37 asks for 8).
+//! were written; they are not the goal (issue 37 asks for 8). A 2026-07-28 call, which resumes
+//! nothing, costs nothing.
 
 use resume_gate_redis::RedisKv;
 use serde_json::json;
@@ -53,4 +54,57 @@ fn a_call_in_a_full_session_reads_its_stream_heads_once_per_eighth_of_the_list_n
 #[test]
 fn the_spin_app_costs_the_store_what_host_example_does() {
     commands_per_call("edge-host", TestServer::edge_over);
+}
+
+/// A 2026-07-28 `tools/call` has no session and nothing to resume: it costs the store nothing,
+/// through either host (the 2025-era calls above pay for exactly-once resumption).
+#[test]
+fn a_stateless_call_costs_the_store_nothing() {
+    let serves: [(&str, fn(RedisKv) -> TestServer); 2] =
+        [("host-example", TestServer::host_example_over), ("edge-host", TestServer::edge_over)];
+    for (what, serve) in serves {
+        let redis = RedisServer::start();
+        let server = serve(redis.kv(&fresh_prefix()));
+        let call = |id: usize| {
+            let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+                "name": "countdown", "arguments": {"n": 0},
+                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                          "io.modelcontextprotocol/clientCapabilities": {}}}});
+            let headers = [
+                tests::http::JSON,
+                tests::http::ACCEPT,
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/call"),
+                ("Mcp-Name", "countdown"),
+            ];
+            let mut resp = tests::http::request(server.addr, "POST", &headers, body.to_string().as_bytes());
+            let frames = resp.frames_until_closed(std::time::Duration::from_secs(10));
+            assert!(
+                frames.iter().any(|f| f.json()["result"]["content"][0]["text"] == "done"),
+                "{what}: {frames:?}"
+            );
+        };
+        call(0);
+        redis.reset_command_counts();
+        for id in 1..=20 {
+            call(id);
+        }
+        // Connection upkeep is not a call's (a pooled connection's handshake, a subscriber's ping).
+        let upkeep = [
+            "ping",
+            "hello",
+            "auth",
+            "select",
+            "client|setinfo",
+            "client|setname",
+            "subscribe",
+            "psubscribe",
+        ];
+        let counts: Vec<_> = redis
+            .command_counts()
+            .into_iter()
+            .filter(|(c, n)| *n > 0 && !upkeep.contains(&c.as_str()))
+            .collect();
+        assert!(counts.is_empty(), "{what}: stateless calls sent {counts:?}");
+    }
 }

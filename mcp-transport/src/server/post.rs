@@ -12,16 +12,8 @@ impl Server {
         version: &str,
         mint: impl FnOnce() -> Option<String>,
     ) -> Reply {
-        let json_body = req
-            .header_str("content-type")
-            .is_some_and(|c| c.to_ascii_lowercase().starts_with("application/json"));
-        if !json_body {
-            return rpc_error(
-                415,
-                None,
-                INVALID_REQUEST,
-                "Unsupported Media Type: Content-Type must be application/json",
-            );
+        if let Some(refused) = Self::require_json_body(req) {
+            return refused;
         }
         if version == protocol::BATCHES
             && let Some(batch) = jsonrpc::parse_batch(&req.body, self.config.max_batch)

@@ -25,12 +25,8 @@ const TOOLS_TTL_MS: u64 = 3_600_000;
 
 impl Server {
     pub(super) fn stateless(&self, req: &HttpRequest, mint: impl FnOnce() -> Option<String>) -> Reply {
-        if !req
-            .header_str("content-type")
-            .is_some_and(|c| c.to_ascii_lowercase().starts_with("application/json"))
-        {
-            let msg = "Unsupported Media Type: Content-Type must be application/json";
-            return rpc_error(415, None, INVALID_REQUEST, msg);
+        if let Some(refused) = Self::require_json_body(req) {
+            return refused;
         }
         let message = match jsonrpc::parse(&req.body) {
             Ok(m) => m,
