@@ -60,7 +60,8 @@ fn the_spin_app_costs_the_store_what_host_example_does() {
 /// through either host (the 2025-era calls above pay for exactly-once resumption).
 #[test]
 fn a_stateless_call_costs_the_store_nothing() {
-    let serves: [(&str, fn(RedisKv) -> TestServer); 2] =
+    type Serve = fn(RedisKv) -> TestServer;
+    let serves: [(&str, Serve); 2] =
         [("host-example", TestServer::host_example_over), ("edge-host", TestServer::edge_over)];
     for (what, serve) in serves {
         let redis = RedisServer::start();
