@@ -35,13 +35,10 @@ impl PendingCall {
     pub async fn respond(&self, host: &impl ToolHost) -> String {
         match self {
             Self::Tool { id, call } => {
-                let outcome = tools::call(call, host).await;
-                let outcome = outcome.map(|mut result| {
-                    if call.stateless {
-                        result["resultType"] = json!("complete");
-                    }
-                    result
-                });
+                let mut outcome = tools::call(call, host).await;
+                if let (true, Ok(result)) = (call.stateless, outcome.as_mut()) {
+                    result["resultType"] = json!("complete");
+                }
                 tools::response(id, outcome)
             }
             Self::Answer { id, method, params } => own_answer(id, method, params),

@@ -403,8 +403,8 @@ impl Exchange {
     }
 
     /// The connection ends without ending the stream (SEP-1699 polling: the client resumes
-    /// with GET); the calls go on.
-    /// A stateless-era stream is not resumable: it stays open (closing it would cancel).
+    /// with GET); the calls go on. A stateless-era stream, which nothing resumes, stays open:
+    /// closing it would cancel its calls.
     pub fn close_connection(&mut self, gate: &mut (impl GateApi + ?Sized)) {
         if self.resumable {
             self.handle_closed(gate);

@@ -233,12 +233,10 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
             if line.len() > MAX_APPEND_BYTES || line.contains(['\n', '\r']) {
                 return bad("`text` must be one line of at most 64 KiB");
             }
-            let Some(delay) = args.get("delay_ms").map_or(Some(0), Value::as_u64) else {
+            let delay = args.get("delay_ms").map_or(Some(0), Value::as_u64);
+            let Some(delay) = delay.filter(|ms| *ms <= MAX_COUNTDOWN_INTERVAL_MS) else {
                 return bad("`delay_ms` must be an integer from 0 to 60000");
             };
-            if delay > MAX_COUNTDOWN_INTERVAL_MS {
-                return bad("`delay_ms` must be an integer from 0 to 60000");
-            }
             // A call cancelled while it waits writes nothing.
             if delay > 0 && !host.sleep(delay).await {
                 return Ok(tool_error("cancelled before anything was written"));
