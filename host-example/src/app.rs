@@ -39,6 +39,8 @@ pub struct Settings {
     /// `--max-stateless-calls`: 2026-07-28 streams open at once. The gate bounds a session's
     /// streams; these have no session, so this is their bound (`503` beyond).
     pub max_stateless_calls: usize,
+    /// 2026-07-28 tasks: their TTL, lease (the gate's), and bound.
+    pub tasks: mcp_transport::tasks::TaskSettings,
 }
 
 /// The default `max_stateless_calls`.
@@ -46,6 +48,7 @@ pub const DEFAULT_MAX_STATELESS_CALLS: usize = 1024;
 
 impl Settings {
     pub fn new(allowed_hosts: AllowedHosts, config: resume_gate::Config) -> Self {
+        let lease_ms = config.lease_ms;
         Self {
             allowed_hosts,
             max_batch: mcp_transport::server::DEFAULT_MAX_BATCH,
@@ -54,6 +57,10 @@ impl Settings {
             wakeups: None,
             session_idle_ms: None,
             max_stateless_calls: DEFAULT_MAX_STATELESS_CALLS,
+            tasks: mcp_transport::tasks::TaskSettings {
+                lease_ms,
+                ..mcp_transport::tasks::TaskSettings::default()
+            },
         }
     }
 
@@ -72,6 +79,8 @@ pub struct App {
     instances: Instances,
     pub(crate) server: Server,
     pub(crate) journal: Journal,
+    /// Where 2026-07-28 tasks are recorded: with the journal (Redis), or in this process.
+    pub(crate) tasks: crate::tasks::Tasks,
     pub(crate) settings: Settings,
     /// The streams whose calls run here, by stream and by each request they answer: a
     /// resume here takes a call's stream over, a `notifications/cancelled` stops one.
@@ -103,8 +112,13 @@ impl App {
             name: "resume-gate host-example".into(),
             allowed_hosts: settings.allowed_hosts.clone(),
             max_batch: settings.max_batch,
+            tasks: true,
             ..ServerConfig::default()
         });
+        let tasks = match journal.redis() {
+            Some(redis) => crate::tasks::Tasks::Redis(redis.clone()),
+            None => crate::tasks::Tasks::Memory(Default::default()),
+        };
         let idle = settings
             .session_idle_ms
             .map(|ms| crate::idle::IdleSessions::new(ms, 2 * settings.config.max_sessions as usize));
@@ -112,6 +126,7 @@ impl App {
             instances,
             server,
             journal,
+            tasks,
             served: Mutex::default(),
             metrics: AtomicBool::new(false),
             requests: AtomicU64::new(0),

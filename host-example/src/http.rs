@@ -86,6 +86,7 @@ async fn handle(
             }
             StatusCode::ACCEPTED.into_response()
         }
+        Reply::Task(request) => plain_response(&crate::tasks::answer(&app, &request)),
         Reply::Stream(_) => unreachable!("answered above"),
     }
 }

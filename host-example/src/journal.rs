@@ -33,6 +33,14 @@ impl Journal {
         Self::Store(KvJournal { kv })
     }
 
+    /// The Redis the journal is kept in, if it is (`--store`): tasks go there too.
+    pub fn redis(&self) -> Option<&resume_gate_redis::RedisKv> {
+        match self {
+            Self::Store(KvJournal { kv: SharedKv::Redis(redis) }) => Some(redis),
+            _ => None,
+        }
+    }
+
     pub fn append(&self, session: &str, request: &RequestId, line: &str) -> Result<u64, AppendError> {
         match self {
             Self::File(f) => f.append(line),

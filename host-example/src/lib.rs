@@ -17,6 +17,8 @@
 //! - [`serving`]: tokio tasks and timers for an SSE response's `Exchange`;
 //! - [`connection`]: one SSE response body;
 //! - [`journal`]: the `append` tool's journal, in a file or the shared store;
+//! - [`tasks`]: 2026-07-28 calls run as tasks: their records (memory, or the shared store)
+//!   and the runner;
 //! - [`metrics`]: `/metrics` (`--metrics`);
 //! - `main.rs`: the command line (`serve`, `demo`).
 
@@ -28,6 +30,7 @@ pub mod instances;
 pub mod journal;
 pub mod metrics;
 pub mod serving;
+pub mod tasks;
 
 pub use app::{App, Settings};
 pub use instances::Instances;

@@ -23,6 +23,8 @@
 //! - [`jsonrpc`]: parsing and building JSON-RPC 2.0 messages.
 //! - [`protocol`]: protocol revisions and what each one changes.
 //! - [`sse`]: SSE frame encoding.
+//! - [`tasks`]: 2026-07-28 calls run as tasks (the `io.modelcontextprotocol/tasks`
+//!   extension): the record, its lease, and the answers to `tasks/*`, over a host's store.
 //! - [`tools`]: the sample tools, run against a host's `ToolHost`; [`journal`]: the
 //!   `append` tool's journal in a shared store.
 //! - [`http`], [`reply`]: an HTTP request as the transport reads it, and its answer.
@@ -39,6 +41,7 @@ pub mod protocol;
 pub mod reply;
 pub mod server;
 pub mod sse;
+pub mod tasks;
 #[cfg(any(test, feature = "test-util"))]
 pub mod test_util;
 pub mod tools;

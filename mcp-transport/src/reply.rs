@@ -115,6 +115,9 @@ pub enum Reply {
         session: String,
         cancels: Vec<RequestId>,
     },
+    /// A task to create or a task request to answer (only when `ServerConfig::tasks`): the
+    /// host answers it with [`crate::tasks::answer`] over its task store.
+    Task(crate::tasks::TaskRequest),
 }
 
 pub(crate) fn plain(status: u16, body: Option<String>) -> Reply {

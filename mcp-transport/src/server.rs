@@ -51,6 +51,9 @@ pub struct ServerConfig {
     /// Messages one 2025-03-26 batch may hold (`--max-batch`); more: `400`/`-32600`, before
     /// anything is parsed beyond the array's elements' bounds.
     pub max_batch: usize,
+    /// The host runs 2026-07-28 calls as tasks (`io.modelcontextprotocol/tasks`): it answers
+    /// [`Reply::Task`] with [`crate::tasks::answer`]. Off: the extension is not offered.
+    pub tasks: bool,
 }
 
 /// The default `max_batch`.
@@ -63,6 +66,7 @@ impl Default for ServerConfig {
             name: "resume-gate".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             max_batch: DEFAULT_MAX_BATCH,
+            tasks: false,
         }
     }
 }

@@ -148,11 +148,48 @@ const TOOLS: &[Tool] = &[
         },
     },
     Tool {
+        name: "greet",
+        description: "Returns `Hello, {name}!` (never a task)",
+        schema: || json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}),
+    },
+    Tool {
+        name: "slow_compute",
+        description: "Waits `seconds`, then returns its label (a task when the client takes tasks and seconds > 0)",
+        schema: || {
+            json!({"type": "object", "properties": {
+                "seconds": {"type": "integer", "minimum": 0, "maximum": MAX_COUNTDOWN_MS / 1000},
+                "label": {"type": "string"}
+            }, "required": ["seconds"]})
+        },
+    },
+    Tool {
+        name: "failing_job",
+        description: "After about a second, returns a tool error (a task when the client takes tasks)",
+        schema: no_arguments,
+    },
+    Tool {
+        name: "protocol_error_job",
+        description: "Fails with a JSON-RPC error (a task when the client takes tasks)",
+        schema: no_arguments,
+    },
+    Tool {
         name: "test_reconnection",
         description: "Closes its SSE stream mid-call; the result arrives on the client's GET resume",
         schema: no_arguments,
     },
 ];
+
+/// Whether a 2026-07-28 client that takes tasks gets `call` as one: the calls that may take a
+/// while (`append` too: its line must be written once, whatever becomes of the connection).
+pub fn runs_as_task(call: &ToolCall) -> bool {
+    let positive = |arg: &str| call.arguments.get(arg).and_then(Value::as_u64).is_some_and(|n| n > 0);
+    match call.name.as_str() {
+        "append" | "failing_job" | "protocol_error_job" => true,
+        "countdown" => positive("n"),
+        "slow_compute" => positive("seconds"),
+        _ => false,
+    }
+}
 
 /// The parameters of tool `name` a 2026-07-28 client mirrors into `Mcp-Param-{header}`
 /// headers: `(property, header)`, top-level properties only (ours have no nested ones).
@@ -327,6 +364,29 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
         }
         "test_error_handling" => Ok(tool_error("This tool intentionally returns an error for testing")),
         "test_param_header" => Ok(text(args.get("region").and_then(Value::as_str).unwrap_or("no region"))),
+        "greet" => match args.get("name").and_then(Value::as_str) {
+            Some(name) if name.len() <= MAX_TOOL_NAME_BYTES => Ok(text(format!("Hello, {name}!"))),
+            _ => bad("`name` must be a string of at most 128 bytes"),
+        },
+        "slow_compute" => {
+            let seconds = args.get("seconds").and_then(Value::as_u64).filter(|s| *s <= MAX_COUNTDOWN_MS / 1000);
+            let Some(seconds) = seconds else { return bad("`seconds` must be an integer from 0 to 600") };
+            let label = args.get("label").and_then(Value::as_str).unwrap_or("slow_compute");
+            if label.len() > MAX_TOOL_NAME_BYTES {
+                return bad("`label` is at most 128 bytes");
+            }
+            if seconds > 0 && !host.sleep(seconds * 1000).await {
+                return Ok(tool_error("cancelled"));
+            }
+            Ok(text(format!("{label}: computed after {seconds} s")))
+        }
+        "failing_job" => {
+            if !host.sleep(1000).await {
+                return Ok(tool_error("cancelled"));
+            }
+            Ok(tool_error("failing_job always fails (a tool error)"))
+        }
+        "protocol_error_job" => Err((jsonrpc::INTERNAL_ERROR, "protocol_error_job always fails with a JSON-RPC error".into())),
         "test_reconnection" => {
             if !host.sleep(100).await {
                 return Ok(tool_error("cancelled"));

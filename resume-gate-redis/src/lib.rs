@@ -122,6 +122,25 @@ end
 return n
 ";
 
+/// Creates a record that counts against a bound, atomically: `KEYS[1]` the record, `KEYS[2]`
+/// the sorted set of live records (score: expiry, ms; one hash tag with `KEYS[1]`); `ARGV[1]`
+/// the value, `ARGV[2]` its expiry in ms, `ARGV[3]` the most live records, `ARGV[4]` now (ms),
+/// `ARGV[5]` the record's member name. Returns 1, or 0 when full or the key exists.
+const CREATE_BOUNDED: &str = r"
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[4])
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 0 end
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[2], tonumber(ARGV[4]) + tonumber(ARGV[2]), ARGV[5])
+return 1
+";
+
+/// `KEYS[1]` becomes `ARGV[2]` if it holds `ARGV[1]`, keeping its expiry; 1 if it did.
+const SWAP_KEEPING_EXPIRY: &str = r"
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[2], 'KEEPTTL')
+return 1
+";
+
 /// `INCRBY KEYS[1] ARGV[1]`, then with `ARGV[2]` ms (`0`: none) `PEXPIRE`: one round trip on
 /// a cluster, which takes no pipelines (one server gets the two as a pipeline).
 const INCREMENT: &str = r"
@@ -157,6 +176,8 @@ pub(crate) struct Shared {
     swap: Script,
     append_once: Script,
     increment: Script,
+    create_bounded: Script,
+    swap_keeping_expiry: Script,
     calls: AtomicU64,
 }
 
@@ -191,6 +212,8 @@ impl RedisKv {
             swap: Script::new(COMPARE_AND_SWAP),
             append_once: Script::new(APPEND_ONCE),
             increment: Script::new(INCREMENT),
+            create_bounded: Script::new(CREATE_BOUNDED),
+            swap_keeping_expiry: Script::new(SWAP_KEEPING_EXPIRY),
             calls: AtomicU64::new(0),
         };
         let prefix = if options.prefix.is_empty() { String::new() } else { format!("{}:", options.prefix) };
@@ -261,6 +284,43 @@ impl RedisKv {
             Err(e) if sent => Err(ScriptError::Unknown(e)),
             Err(e) => Err(ScriptError::NotSent(e)),
         }
+    }
+
+    /// Stores `value` under `key` for `ttl_ms` unless it exists or `live` (a sorted set on
+    /// `key`'s hash tag) holds `max` unexpired members: one atomic script. `Ok(false)`: full.
+    /// The bound for records that expire on their own (tasks), where a counter would drift.
+    pub fn create_bounded(
+        &self,
+        key: &str,
+        live: &str,
+        value: &[u8],
+        ttl_ms: u64,
+        max: u64,
+        now_ms: u64,
+    ) -> Result<bool, StoreError> {
+        let (full_key, live) = (self.key(key), self.key(live));
+        let created: i64 = self.write(&full_key, |conn| {
+            let script = &self.shared.create_bounded;
+            let mut invocation = script.key(&full_key);
+            invocation.key(&live).arg(value).arg(ttl_ms.max(1)).arg(max).arg(now_ms).arg(key);
+            invocation.invoke(conn)
+        })?;
+        Ok(created == 1)
+    }
+
+    /// `key` becomes `new` if it holds `old`, keeping its expiry: one atomic script.
+    pub fn swap_keeping_expiry(&self, key: &str, old: &[u8], new: &[u8]) -> Result<bool, StoreError> {
+        let key = self.key(key);
+        let swapped: i64 = self.write(&key, |conn| {
+            self.shared.swap_keeping_expiry.key(&key).arg(old).arg(new).invoke(conn)
+        })?;
+        Ok(swapped == 1)
+    }
+
+    /// `GET key` (the key as given, under this handle's prefix).
+    pub fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        let key = self.key(key);
+        self.run(|conn| conn.get(key))
     }
 
     fn key(&self, key: &str) -> String {

@@ -5,11 +5,17 @@
 //! request under a new id). `Mcp-Session-Id` and `Last-Event-ID` are ignored. `initialize`
 //! is a method this revision removed (`404`); a session-era client sends it without the
 //! 2026-07-28 header, which selects the session era.
+//!
+//! Where the host offers tasks (`ServerConfig::tasks`), a call that may take a while, from a
+//! client whose request names `io.modelcontextprotocol/tasks`, becomes a task instead
+//! ([`Reply::Task`], see [`crate::tasks`]), and so do `tasks/get`, `tasks/update` and
+//! `tasks/cancel`; `tasks/result` and `tasks/list` are gone from the extension (`404`).
 
 use base64::Engine;
 
 use super::*;
 use crate::jsonrpc::{HEADER_MISMATCH, METHOD_NOT_FOUND};
+use crate::tasks::{self, TaskOp, TaskRequest};
 use crate::tools;
 
 /// The `_meta` key carrying a request's protocol version.
@@ -20,7 +26,8 @@ pub const CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities"
 pub const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
 const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
 const SUBSCRIPTION_META: &str = "io.modelcontextprotocol/subscriptionId";
-/// How long a client may cache `tools/list` (the tools never change while we run).
+/// How long a client may cache `tools/list` and `server/discover` (neither changes while we
+/// run).
 const TOOLS_TTL_MS: u64 = 3_600_000;
 
 impl Server {
@@ -62,6 +69,9 @@ impl Server {
             }
             "tools/call" => self.stateless_call(req, id, &params, mint),
             "subscriptions/listen" => self.listen(req, id, mint),
+            "tasks/get" | "tasks/update" | "tasks/cancel" if self.config.tasks => {
+                self.task_request(req, id, &method, &params)
+            }
             other => {
                 let message = format!("Method not found: {other} (protocol version {})", protocol::STATELESS);
                 rpc_error(404, Some(&id), METHOD_NOT_FOUND, &message)
@@ -78,10 +88,40 @@ impl Server {
     }
 
     fn discover(&self) -> Value {
+        let mut capabilities = json!({"tools": {"listChanged": false}});
+        if self.config.tasks {
+            capabilities["extensions"] = json!({tasks::EXTENSION: {}});
+        }
+        // What we offer changes only with a new build: cacheable like `tools/list`.
         self.complete(json!({
             "supportedVersions": protocol::ALL,
-            "capabilities": {"tools": {"listChanged": false}},
+            "capabilities": capabilities,
+            "ttlMs": TOOLS_TTL_MS,
+            "cacheScope": "public",
         }))
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel`: for a client that declared the extension on
+    /// this request, and a string `taskId`; the host looks the task up.
+    fn task_request(&self, req: &HttpRequest, id: RequestId, method: &str, params: &Value) -> Reply {
+        if !declares_tasks(params) {
+            return Reply::Plain(tasks::missing_capability(&id));
+        }
+        let Some(task) = params.get("taskId").and_then(Value::as_str) else {
+            let message = format!("Invalid params: {method} needs a string `taskId`");
+            return rpc_error(200, Some(&id), jsonrpc::INVALID_PARAMS, &message);
+        };
+        if !Self::accepts(req, "application/json") {
+            let msg = "Not Acceptable: Accept must include application/json";
+            return rpc_error(406, Some(&id), INVALID_REQUEST, msg);
+        }
+        let task = task.to_owned();
+        let op = match method {
+            "tasks/get" => TaskOp::Get(task),
+            "tasks/update" => TaskOp::Update(task),
+            _ => TaskOp::Cancel(task),
+        };
+        Reply::Task(TaskRequest { id, op })
     }
 
     fn json(&self, req: &HttpRequest, id: &RequestId, result: Value) -> Reply {
@@ -120,6 +160,14 @@ impl Server {
             Ok(call) => call.stateless(params.get("_meta").and_then(|m| m.get(LOG_LEVEL_META)).is_some()),
             Err(why) => return plain(200, Some(jsonrpc::error(Some(&id), jsonrpc::INVALID_PARAMS, &why))),
         };
+        // A client that declared the extension gets a task for a call that may take a while.
+        if self.config.tasks && declares_tasks(params) && tools::runs_as_task(&call) {
+            if !Self::accepts(req, "application/json") {
+                let msg = "Not Acceptable: Accept must include application/json";
+                return rpc_error(406, Some(&id), INVALID_REQUEST, msg);
+            }
+            return Reply::Task(TaskRequest { id, op: TaskOp::Create(call) });
+        }
         if let Some(refused) = Self::require_sse(req, Some(&id)) {
             return refused;
         }
@@ -147,6 +195,12 @@ impl Server {
         stream.farewell = Some(jsonrpc::result(&id, json!({"resultType": "complete", "_meta": tag})));
         Reply::Stream(stream)
     }
+}
+
+/// Whether this request's client capabilities name the tasks extension (SEP-2663: per
+/// request; nothing carries over from another).
+fn declares_tasks(params: &Value) -> bool {
+    params["_meta"][CAPABILITIES_META]["extensions"][tasks::EXTENSION].is_object()
 }
 
 /// `503`: without randomness a stream's key could be guessed.
@@ -181,6 +235,7 @@ fn headers_match_body(req: &HttpRequest, method: &str, params: &Value) -> Result
     let named = match method {
         "tools/call" | "prompts/get" => params.get("name"),
         "resources/read" => params.get("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => params.get("taskId"),
         _ => return Ok(()),
     };
     let Some(header) = req.header("mcp-name") else {

@@ -117,3 +117,4 @@ mod reconnects;
 mod sessions;
 mod stateless;
 mod streams;
+mod tasks;
