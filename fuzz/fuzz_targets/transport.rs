@@ -1,7 +1,8 @@
 //! HTTP requests built from the input — method, headers (session, cursor, version, media
 //! types, host, origin) and body — handled by `mcp-transport` over the core gate in process.
 //! Never a panic; every reply is a status the spec allows; a `404` only for a session the gate
-//! does not know, a `503` only when the store is down.
+//! does not know, a `503` only when the store is down. A task request is answered over tasks
+//! in memory.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -9,9 +10,10 @@ use mcp_transport::gate::GateApi;
 use mcp_transport::http::HttpRequest;
 use mcp_transport::reply::Reply;
 use mcp_transport::server::{Server, ServerConfig};
+use mcp_transport::tasks::{MemoryTasks, TaskSettings};
 use mcp_transport::test_util::InProcess;
 
-const NAMES: [&str; 8] = [
+const NAMES: [&str; 10] = [
     "mcp-session-id",
     "last-event-id",
     "mcp-protocol-version",
@@ -19,13 +21,17 @@ const NAMES: [&str; 8] = [
     "accept",
     "host",
     "origin",
+    "mcp-method",
+    "mcp-name",
     "x",
 ];
 const METHODS: [&str; 5] = ["POST", "GET", "DELETE", "PUT", "post"];
 
 fuzz_target!(|data: &[u8]| {
     let mut gate = InProcess::new();
-    let server = Server::new(ServerConfig::default());
+    let server = Server::new(ServerConfig { tasks: true, ..ServerConfig::default() });
+    let tasks = MemoryTasks::default();
+    let mut now = 0u64;
     let mut minted = 0u32;
     let mut sessions: Vec<String> = Vec::new();
     // Each request: [method, header count, (name, len, value…)…, body len (2 bytes), body…].
@@ -46,7 +52,7 @@ fuzz_target!(|data: &[u8]| {
             let len = usize::from(take(1).first().copied().unwrap_or(0));
             let mut value = take(len).to_vec();
             // Often, a session this run was given: past the session check into the gate.
-            if name_pick % 8 == 0 && name_pick & 0x80 != 0 && !sessions.is_empty() {
+            if usize::from(name_pick) % NAMES.len() == 0 && name_pick & 0x80 != 0 && !sessions.is_empty() {
                 value = sessions[usize::from(name_pick) % sessions.len()].clone().into_bytes();
             }
             req.headers.push((NAMES[usize::from(name_pick) % NAMES.len()].into(), value));
@@ -77,6 +83,14 @@ fuzz_target!(|data: &[u8]| {
             }
             Reply::Stream(_) => assert!(!gate.broken, "a stream from a store that is down"),
             Reply::Accepted { .. } => {}
+            Reply::Task(request) => {
+                now += 1_000;
+                let answer = mcp_transport::tasks::answer(&tasks, &TaskSettings::default(), &request, now, |b| {
+                    b.fill((now / 1_000) as u8);
+                    true
+                });
+                assert!(matches!(answer.reply.status, 200 | 503), "task status {}", answer.reply.status);
+            }
         }
     }
     let _ = gate.has_session("fuzz-session-1");

@@ -50,10 +50,6 @@ fn the_newest_typescript_client_gets_each_era_in_each_negotiation_mode(start: fn
     node_tests(&start(), "ts-client-eras.test.mjs", None, 10);
 }
 
-/// The suite's server scenarios that apply to this server, by protocol era, with the checks
-/// each may fail. Only `server-stateless` has any: three checks need diagnostic tools that
-/// use a client capability (sampling, elicitation by multi-round-trip), which our tools never
-/// do, so the suite reports them as "not testable".
 /// The Python package's example (the `mcp` 2.x SDK server with the gate's adapter): the same
 /// client gets a gated 2025 session in `legacy` mode and the SDK's own 2026-07-28 serving in
 /// the others, which the adapter lets through. (Its tools take no `delay_ms`, so the `append`
@@ -64,6 +60,10 @@ fn the_python_packages_example_serves_both_eras_to_the_newest_typescript_client(
     node_tests(&srv, "ts-client-eras.test.mjs", Some("speaks|countdown cut|at once"), 7);
 }
 
+/// The suite's server scenarios that apply to this server, by protocol era, with the checks
+/// each may fail. Only `server-stateless` has any: three checks need diagnostic tools that
+/// use a client capability (sampling, elicitation by multi-round-trip), which our tools never
+/// do, so the suite reports them as "not testable".
 const SCENARIOS: [(&str, &str, &[&str]); 22] = [
     ("2025-11-25", "server-initialize", &[]),
     ("2025-11-25", "server-session-lifecycle", &[]),
@@ -107,9 +107,43 @@ const SCENARIOS: [(&str, &str, &[&str]); 22] = [
 ];
 
 fn the_mcp_conformance_scenarios_pass_without_failure(start: fn() -> TestServer) {
+    run_scenarios(&start(), &SCENARIOS, &[]);
+}
+
+/// The suite's scenarios of the tasks extension (SEP-2663), which it runs only when forced
+/// (an extension is on no revision's timeline), with the checks each may fail: those need a
+/// task that asks for input (`input_required`, `tasks/update` answering it) or a tool that
+/// gathers input by multi-round-trip before it becomes a task (`confirm_delete`,
+/// `test_tool_with_task`); no tool of ours asks a client for anything.
+const TASK_SCENARIOS: [(&str, &str, &[&str]); 9] = [
+    ("2026-07-28", "tasks-lifecycle", &[]),
+    ("2026-07-28", "tasks-capability-negotiation", &[]),
+    ("2026-07-28", "tasks-wire-fields", &[]),
+    ("2026-07-28", "tasks-request-state-removal", &[]),
+    ("2026-07-28", "tasks-request-headers", &[]),
+    (
+        "2026-07-28",
+        "tasks-mrtr-input",
+        &[
+            "sep-2663-tasks-get-status-input-required",
+            "tasks-mrtr-tasks-update-resumes",
+            "tasks-mrtr-partial-fulfillment",
+        ],
+    ),
+    ("2026-07-28", "tasks-dispatch-and-envelope", &["tasks-result-type-complete-on-non-task-responses"]),
+    ("2026-07-28", "tasks-required-task-error", &["sep-2663-server-returns-missing-capability-when-required"]),
+    ("2026-07-28", "tasks-mrtr-composition", &["sep-2663-mrtr-synchronous-before-task-creation"]),
+];
+
+/// Only host-example offers tasks (the Spin app's instances end with their request).
+#[test]
+fn the_tasks_extension_scenarios_pass_on_host_example() {
+    run_scenarios(&TestServer::host_example(), &TASK_SCENARIOS, &["--force"]);
+}
+
+fn run_scenarios(srv: &TestServer, scenarios: &[(&str, &str, &[&str])], extra: &[&str]) {
     npm_ci();
-    let srv = start();
-    for (era, scenario, may_fail) in SCENARIOS {
+    for (era, scenario, may_fail) in scenarios {
         let out = Command::new("node")
             .args([
                 "--import",
@@ -117,6 +151,7 @@ fn the_mcp_conformance_scenarios_pass_without_failure(start: fn() -> TestServer)
                 "node_modules/@modelcontextprotocol/conformance/dist/index.js",
             ])
             .args(["server", "--url", &srv.url(), "--scenario", scenario, "--spec-version", era])
+            .args(extra)
             .current_dir(js_dir())
             .env("NO_COLOR", "1")
             .output()
@@ -131,5 +166,8 @@ fn the_mcp_conformance_scenarios_pass_without_failure(start: fn() -> TestServer)
         assert!(out.status.success() || !may_fail.is_empty(), "{era} {scenario} failed");
         let summary = format!(", {} failed", may_fail.len());
         assert!(stdout.contains(&summary), "{era} {scenario} printed no result line");
+        let skipped = format!("SKIPPED: scenario '{scenario}'");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stdout.contains(&skipped) && !stderr.contains(&skipped), "{era} {scenario} was skipped");
     }
 }
