@@ -81,6 +81,8 @@ pub struct App {
     pub(crate) journal: Journal,
     /// Where 2026-07-28 tasks are recorded: with the journal (Redis), or in this process.
     pub(crate) tasks: crate::tasks::Tasks,
+    /// The tasks running here, by id (a drain gives them up).
+    pub(crate) running_tasks: Mutex<std::collections::HashSet<String>>,
     pub(crate) settings: Settings,
     /// The streams whose calls run here, by stream and by each request they answer: a
     /// resume here takes a call's stream over, a `notifications/cancelled` stops one.
@@ -127,6 +129,7 @@ impl App {
             server,
             journal,
             tasks,
+            running_tasks: Mutex::default(),
             served: Mutex::default(),
             metrics: AtomicBool::new(false),
             requests: AtomicU64::new(0),
@@ -199,10 +202,11 @@ impl App {
         self.served_streams().by_stream.get(key).cloned()
     }
 
-    /// Streams whose calls run here now, or whose answers are still being written.
+    /// Streams whose calls run here now, or whose answers are still being written, and the
+    /// tasks running here.
     pub fn running_calls(&self) -> usize {
         let answering = self.answering.load(std::sync::atomic::Ordering::Relaxed);
-        self.served_streams().by_stream.len().max(answering)
+        self.served_streams().by_stream.len().max(answering) + crate::tasks::running(self).len()
     }
 
     /// `session` was active now (a request answered, an SSE response opened or ended).
@@ -235,7 +239,7 @@ impl App {
         for served in &running {
             served.give_up(self);
         }
-        running.len()
+        running.len() + crate::tasks::give_up_running(self)
     }
 
     /// `notifications/cancelled`: the gate ends the request (a whole stream, or one request of

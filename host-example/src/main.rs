@@ -87,6 +87,16 @@ struct ServeArgs {
     #[arg(long, env = "RESUME_GATE_MAX_STATELESS_CALLS", default_value_t = host_example::app::DEFAULT_MAX_STATELESS_CALLS as u64,
           value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
     max_stateless_calls: u64,
+    /// 2026-07-28 tasks kept at once, running or finished (each until its TTL); more: `503`.
+    /// With `--store` the bound is the store's, shared by every process.
+    #[arg(long, env = "RESUME_GATE_MAX_TASKS", default_value_t = mcp_transport::tasks::TaskSettings::default().max_tasks,
+          value_parser = clap::value_parser!(u64).range(1..=10_000_000))]
+    max_tasks: u64,
+    /// How long a task is kept from its creation, in milliseconds (`ttlMs`); then `tasks/get`
+    /// no longer knows it.
+    #[arg(long, env = "RESUME_GATE_TASK_TTL_MS", default_value_t = mcp_transport::tasks::TaskSettings::default().ttl_ms,
+          value_parser = clap::value_parser!(u64).range(1000..=7 * 24 * 3_600_000))]
+    task_ttl_ms: u64,
     /// On SIGTERM (a deploy): how long the calls running here may take to finish, in ms, before
     /// they are given up (their clients' reconnects then get `-32001` at once, on any process).
     #[arg(long, env = "RESUME_GATE_DRAIN_MS", default_value_t = 10_000)]
@@ -138,6 +148,8 @@ fn serve(args: ServeArgs) -> Result<()> {
     let mut settings = Settings::new(hosts, config.clone());
     settings.max_batch = args.max_batch as usize;
     settings.max_stateless_calls = args.max_stateless_calls as usize;
+    settings.tasks.max_tasks = args.max_tasks;
+    settings.tasks.ttl_ms = args.task_ttl_ms;
     let app = match args.store.open()? {
         None => {
             let path = args.component.as_deref().unwrap_or(gate_host::GATE_MEMORY_WASM);

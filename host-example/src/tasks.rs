@@ -3,11 +3,13 @@
 //! runner — a tokio task that runs the tool, renews the lease while it runs, and records the
 //! outcome. A task cancelled (on any process) stops at its tool's next wait.
 
+use std::collections::HashSet;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use mcp_transport::journal::{AppendError, JournalPage};
+use mcp_transport::jsonrpc::INTERNAL_ERROR;
 use mcp_transport::tasks::{self, Lease, MemoryTasks, Run, TaskRequest, TaskStore};
 use mcp_transport::tools::{self, ToolHost};
 use resume_gate::RequestId;
@@ -73,9 +75,15 @@ pub fn answer(app: &Arc<App>, request: &TaskRequest) -> mcp_transport::reply::Pl
 /// Runs a task to its end: the tool, beside a task that renews the lease every third of it
 /// and stops the tool once the task ended elsewhere (cancelled, or failed by a reader).
 async fn run_task(app: Arc<App>, run: Run) {
+    running_here(&app).insert(run.task_id.clone());
+    finish_here(&app, &run).await;
+    running_here(&app).remove(&run.task_id);
+}
+
+async fn finish_here(app: &Arc<App>, run: &Run) {
     let (ended, watching) = watch::channel(false);
-    let host = TaskTools { app: Arc::clone(&app), task: run.task_id.clone(), ended: watching };
-    let renewer = tokio::spawn(renew_while_running(Arc::clone(&app), run.task_id.clone(), ended));
+    let host = TaskTools { app: Arc::clone(app), task: run.task_id.clone(), ended: watching };
+    let renewer = tokio::spawn(renew_while_running(Arc::clone(app), run.task_id.clone(), ended));
     let outcome = tools::call(&run.call, &host).await;
     renewer.abort();
     let settings = &app.settings.tasks;
@@ -91,6 +99,27 @@ async fn run_task(app: Arc<App>, run: Run) {
             }
         }
     }
+}
+
+fn running_here(app: &App) -> std::sync::MutexGuard<'_, HashSet<String>> {
+    app.running_tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The tasks running here.
+pub fn running(app: &App) -> Vec<String> {
+    running_here(app).iter().cloned().collect()
+}
+
+/// A drain's end: every task still running here fails now, on any process that reads it,
+/// instead of when its lease lapses; one that finishes after all keeps the failure. How many.
+pub fn give_up_running(app: &App) -> usize {
+    let running = running(app);
+    let stopped = (INTERNAL_ERROR, "the server stopped before the task finished; it was not run again".to_owned());
+    for task in &running {
+        let recorded = tasks::finish(&app.tasks, &app.settings.tasks, task, wall_clock_ms(), &Err(stopped.clone()));
+        tracing::info!(%task, ?recorded, "task given up");
+    }
+    running.len()
 }
 
 async fn renew_while_running(app: Arc<App>, task: String, ended: watch::Sender<bool>) {

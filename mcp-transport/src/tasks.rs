@@ -41,7 +41,8 @@ pub struct TaskSettings {
     pub poll_interval_ms: u64,
     /// How long a task's process holds it without renewing; a reader then fails it.
     pub lease_ms: u64,
-    /// Tasks kept at once (running or finished, until their TTL); more: `503`.
+    /// Tasks kept at once (running or finished, until their TTL); more: `503`. With
+    /// `max_result_bytes`, what tasks may hold: 256 MiB by default.
     pub max_tasks: u64,
     /// Bytes of one task's result; a larger one fails the task.
     pub max_result_bytes: usize,
@@ -53,8 +54,8 @@ impl Default for TaskSettings {
             ttl_ms: 60 * 60 * 1000,
             poll_interval_ms: 500,
             lease_ms: 10_000,
-            max_tasks: 10_000,
-            max_result_bytes: 1024 * 1024,
+            max_tasks: 1024,
+            max_result_bytes: 256 * 1024,
         }
     }
 }

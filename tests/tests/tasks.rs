@@ -151,3 +151,39 @@ fn a_task_whose_process_was_killed_fails_within_its_lease_and_never_runs_again()
     assert!(journal(b.addr).is_empty(), "the append never ran, here or there");
     assert_eq!(get(b.addr, &waiting)["result"]["status"], "failed", "and stays failed");
 }
+
+#[test]
+fn tasks_are_bounded_across_processes_and_expire_after_their_ttl() {
+    let redis = RedisServer::start();
+    let args = ["--store", &redis.url(), "--max-tasks", "2", "--task-ttl-ms", "1500"];
+    let (a, b) = (ServerProcess::host_example(&args), ServerProcess::host_example(&args));
+    let first = start(a.addr, "slow_compute", json!({"seconds": 1}));
+    start(b.addr, "slow_compute", json!({"seconds": 1}));
+    let full = rpc(a.addr, 1, "tools/call", json!({"name": "slow_compute", "arguments": {"seconds": 1}}));
+    assert_eq!(full["error"]["code"], -32603, "{full}");
+    assert!(full["error"]["message"].as_str().unwrap().contains("as many tasks"), "{full}");
+    // A quick call and a session are not tasks: untouched by the bound.
+    let quick = rpc(b.addr, 2, "tools/call", json!({"name": "greet", "arguments": {"name": "x"}}));
+    assert_eq!(quick["result"]["content"][0]["text"], "Hello, x!");
+    assert_eq!(settle(b.addr, &first, WAIT)["ttlMs"], 1500);
+    std::thread::sleep(Duration::from_millis(1600));
+    assert_eq!(get(b.addr, &first)["error"]["code"], -32602, "gone after its TTL");
+    start(a.addr, "slow_compute", json!({"seconds": 1}));
+}
+
+#[test]
+fn a_task_running_on_a_process_stopped_by_sigterm_fails_at_once_on_the_other() {
+    let redis = RedisServer::start();
+    let args = ["--store", &redis.url(), "--drain-ms", "2000"];
+    let (mut a, b) = (ServerProcess::host_example(&args), ServerProcess::host_example(&args));
+    let quick = start(a.addr, "slow_compute", json!({"seconds": 1}));
+    let long = start(a.addr, "slow_compute", json!({"seconds": 60}));
+    std::thread::sleep(Duration::from_millis(100));
+    a.terminate();
+    assert!(a.wait_exit(WAIT).is_some_and(|s| s.success()), "a clean exit");
+    let failed = get(b.addr, &long)["result"].clone();
+    assert_eq!((&failed["status"], &failed["error"]["code"]), (&json!("failed"), &json!(-32603)), "{failed}");
+    assert!(failed["statusMessage"].as_str().unwrap().contains("server stopped"), "{failed}");
+    // The drain let the short one finish.
+    assert_eq!(get(b.addr, &quick)["result"]["status"], "completed");
+}
