@@ -85,10 +85,11 @@ fuzz_target!(|data: &[u8]| {
             Reply::Accepted { .. } => {}
             Reply::Task(request) => {
                 now += 1_000;
-                let answer = mcp_transport::tasks::answer(&tasks, &TaskSettings::default(), &request, now, |b| {
-                    b.fill((now / 1_000) as u8);
-                    true
-                });
+                let answer =
+                    mcp_transport::tasks::answer(&tasks, &TaskSettings::default(), &request, now, |b| {
+                        b.fill((now / 1_000) as u8);
+                        true
+                    });
                 assert!(matches!(answer.reply.status, 200 | 503), "task status {}", answer.reply.status);
             }
         }

@@ -58,7 +58,9 @@ impl TaskStore for Tasks {
 
 /// Milliseconds since the Unix epoch: task times are shared between processes.
 pub fn wall_clock_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Answers a task request; a created task starts running here.
@@ -114,9 +116,11 @@ pub fn running(app: &App) -> Vec<String> {
 /// instead of when its lease lapses; one that finishes after all keeps the failure. How many.
 pub fn give_up_running(app: &App) -> usize {
     let running = running(app);
-    let stopped = (INTERNAL_ERROR, "the server stopped before the task finished; it was not run again".to_owned());
+    let stopped =
+        (INTERNAL_ERROR, "the server stopped before the task finished; it was not run again".to_owned());
     for task in &running {
-        let recorded = tasks::finish(&app.tasks, &app.settings.tasks, task, wall_clock_ms(), &Err(stopped.clone()));
+        let recorded =
+            tasks::finish(&app.tasks, &app.settings.tasks, task, wall_clock_ms(), &Err(stopped.clone()));
         tracing::info!(%task, ?recorded, "task given up");
     }
     running.len()

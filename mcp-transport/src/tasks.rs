@@ -262,7 +262,11 @@ fn create(
 }
 
 /// The record, `None` for an id we never minted or one expired.
-fn read(store: &(impl TaskStore + ?Sized), task: &str, now_ms: u64) -> Result<Option<(Vec<u8>, Record)>, String> {
+fn read(
+    store: &(impl TaskStore + ?Sized),
+    task: &str,
+    now_ms: u64,
+) -> Result<Option<(Vec<u8>, Record)>, String> {
     if !well_formed(task) {
         return Ok(None);
     }
@@ -292,7 +296,8 @@ fn update(
 }
 
 /// The message a task whose process stopped fails with.
-const LAPSED: &str = "the process running this task stopped before it finished (its lease lapsed); it was not run again";
+const LAPSED: &str =
+    "the process running this task stopped before it finished (its lease lapsed); it was not run again";
 
 fn get(store: &(impl TaskStore + ?Sized), id: &RequestId, task: &str, now_ms: u64) -> Plain {
     let lapsed = |r: &mut Record| {
@@ -336,7 +341,12 @@ pub enum Lease {
 }
 
 /// Renews a running task's lease for another `settings.lease_ms`.
-pub fn renew(store: &(impl TaskStore + ?Sized), settings: &TaskSettings, task: &str, now_ms: u64) -> Result<Lease, String> {
+pub fn renew(
+    store: &(impl TaskStore + ?Sized),
+    settings: &TaskSettings,
+    task: &str,
+    now_ms: u64,
+) -> Result<Lease, String> {
     let until = now_ms.saturating_add(settings.lease_ms);
     let renew = |r: &mut Record| {
         let running = !r.is_terminal();

@@ -369,7 +369,8 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
             _ => bad("`name` must be a string of at most 128 bytes"),
         },
         "slow_compute" => {
-            let seconds = args.get("seconds").and_then(Value::as_u64).filter(|s| *s <= MAX_COUNTDOWN_MS / 1000);
+            let seconds =
+                args.get("seconds").and_then(Value::as_u64).filter(|s| *s <= MAX_COUNTDOWN_MS / 1000);
             let Some(seconds) = seconds else { return bad("`seconds` must be an integer from 0 to 600") };
             let label = args.get("label").and_then(Value::as_str).unwrap_or("slow_compute");
             if label.len() > MAX_TOOL_NAME_BYTES {
@@ -386,7 +387,9 @@ pub async fn call(call: &ToolCall, host: &impl ToolHost) -> Result<Value, (i64, 
             }
             Ok(tool_error("failing_job always fails (a tool error)"))
         }
-        "protocol_error_job" => Err((jsonrpc::INTERNAL_ERROR, "protocol_error_job always fails with a JSON-RPC error".into())),
+        "protocol_error_job" => {
+            Err((jsonrpc::INTERNAL_ERROR, "protocol_error_job always fails with a JSON-RPC error".into()))
+        }
         "test_reconnection" => {
             if !host.sleep(100).await {
                 return Ok(tool_error("cancelled"));

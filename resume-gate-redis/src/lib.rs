@@ -311,9 +311,8 @@ impl RedisKv {
     /// `key` becomes `new` if it holds `old`, keeping its expiry: one atomic script.
     pub fn swap_keeping_expiry(&self, key: &str, old: &[u8], new: &[u8]) -> Result<bool, StoreError> {
         let key = self.key(key);
-        let swapped: i64 = self.write(&key, |conn| {
-            self.shared.swap_keeping_expiry.key(&key).arg(old).arg(new).invoke(conn)
-        })?;
+        let swapped: i64 = self
+            .write(&key, |conn| self.shared.swap_keeping_expiry.key(&key).arg(old).arg(new).invoke(conn))?;
         Ok(swapped == 1)
     }
 

@@ -82,9 +82,7 @@ fn handle(request: IncomingRequest, out: ResponseOutparam) {
             connection::reply_accepted(out, &session)
         }
         // Never: this server does not offer tasks (`ServerConfig::tasks` is off).
-        Reply::Task(request) => {
-            connection::reply_plain(out, mcp_transport::tasks::not_offered(&request.id))
-        }
+        Reply::Task(request) => connection::reply_plain(out, mcp_transport::tasks::not_offered(&request.id)),
         Reply::Stream(stream) => {
             let conn = Connection::open(out, &stream);
             serve(gate, conn, stream, lease_ms);

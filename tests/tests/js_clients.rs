@@ -131,7 +131,11 @@ const TASK_SCENARIOS: [(&str, &str, &[&str]); 9] = [
         ],
     ),
     ("2026-07-28", "tasks-dispatch-and-envelope", &["tasks-result-type-complete-on-non-task-responses"]),
-    ("2026-07-28", "tasks-required-task-error", &["sep-2663-server-returns-missing-capability-when-required"]),
+    (
+        "2026-07-28",
+        "tasks-required-task-error",
+        &["sep-2663-server-returns-missing-capability-when-required"],
+    ),
     ("2026-07-28", "tasks-mrtr-composition", &["sep-2663-mrtr-synchronous-before-task-creation"]),
 ];
 

@@ -75,7 +75,10 @@ fn countdown_and_append_run_as_tasks_each_once_and_a_session_beside_them_sees_no
     assert_ne!(countdown, append);
     assert!(countdown.len() == 32 && countdown.bytes().all(|b| b.is_ascii_hexdigit()), "128 random bits");
     let done = settle(srv.addr, &countdown, WAIT);
-    assert_eq!((&done["status"], &done["result"]["content"][0]["text"]), (&json!("completed"), &json!("done")));
+    assert_eq!(
+        (&done["status"], &done["result"]["content"][0]["text"]),
+        (&json!("completed"), &json!("done"))
+    );
     let appended = settle(srv.addr, &append, WAIT);
     assert_eq!(appended["result"]["structuredContent"]["lines"], 1);
     // Polled again, it answers the same: the line is not written again.
@@ -83,8 +86,10 @@ fn countdown_and_append_run_as_tasks_each_once_and_a_session_beside_them_sees_no
     assert_eq!(journal(srv.addr), ["task line"]);
 
     // The 2025-era session has no such methods and its calls are never tasks.
-    let mut asked = session.post(&json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": {"taskId": append}}), &[]);
-    let asked = asked.frames_until_closed(WAIT).iter().map(Frame::json).find(|m| m["id"] == 9).expect("an answer");
+    let mut asked = session
+        .post(&json!({"jsonrpc": "2.0", "id": 9, "method": "tasks/get", "params": {"taskId": append}}), &[]);
+    let asked =
+        asked.frames_until_closed(WAIT).iter().map(Frame::json).find(|m| m["id"] == 9).expect("an answer");
     let frames = session.call(10, "append", json!({"text": "session line"}), &[]).frames_until_closed(WAIT);
     let answer = frames.iter().map(Frame::json).find(|m| m["id"] == 10).expect("the answer");
     assert!(answer["result"].get("taskId").is_none(), "{answer}");
@@ -98,7 +103,8 @@ fn a_client_that_does_not_take_tasks_is_answered_directly_and_cannot_read_one() 
     let task = start(srv.addr, "slow_compute", json!({"seconds": 1}));
     let body = json!({"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"taskId": task, "_meta": {
         "io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}}});
-    let headers = [JSON, ACCEPT, ("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tasks/get"), ("Mcp-Name", &task)];
+    let headers =
+        [JSON, ACCEPT, ("MCP-Protocol-Version", MODERN), ("Mcp-Method", "tasks/get"), ("Mcp-Name", &task)];
     let refused = request(srv.addr, "POST", &headers, body.to_string().as_bytes()).json();
     assert_eq!(refused["error"]["code"], -32021, "{refused}");
     assert_eq!(refused["error"]["data"]["requiredCapabilities"]["extensions"][TASKS], json!({}));
@@ -118,11 +124,17 @@ fn a_task_created_on_one_process_is_read_and_cancelled_on_the_other() {
     let appended = start(a.addr, "append", json!({"text": "once", "delay_ms": 300}));
     assert_eq!(get(b.addr, &appended)["result"]["status"], "working", "stored before its id was returned");
     let done = settle(b.addr, &appended, WAIT);
-    assert_eq!((&done["status"], &done["result"]["structuredContent"]["lines"]), (&json!("completed"), &json!(1)));
+    assert_eq!(
+        (&done["status"], &done["result"]["structuredContent"]["lines"]),
+        (&json!("completed"), &json!(1))
+    );
 
     // Cancelled on B while A waits: A stops at once, and writes nothing.
     let cancelled = start(a.addr, "append", json!({"text": "never", "delay_ms": 3000}));
-    assert_eq!(rpc(b.addr, 5, "tasks/cancel", json!({"taskId": cancelled}))["result"], json!({"resultType": "complete"}));
+    assert_eq!(
+        rpc(b.addr, 5, "tasks/cancel", json!({"taskId": cancelled}))["result"],
+        json!({"resultType": "complete"})
+    );
     assert_eq!(get(a.addr, &cancelled)["result"]["status"], "cancelled");
     std::thread::sleep(Duration::from_millis(3500));
     assert_eq!(get(a.addr, &cancelled)["result"]["status"], "cancelled", "a late outcome changes nothing");
@@ -142,7 +154,11 @@ fn a_task_whose_process_was_killed_fails_within_its_lease_and_never_runs_again()
     let killed_at = Instant::now();
     for task in [&running, &waiting] {
         let failed = settle(b.addr, task, WAIT);
-        assert_eq!((&failed["status"], &failed["error"]["code"]), (&json!("failed"), &json!(-32603)), "{failed}");
+        assert_eq!(
+            (&failed["status"], &failed["error"]["code"]),
+            (&json!("failed"), &json!(-32603)),
+            "{failed}"
+        );
         assert!(failed["statusMessage"].as_str().unwrap().contains("not run again"), "{failed}");
     }
     let lease = Duration::from_millis(LEASE_MS.parse().unwrap());

@@ -35,12 +35,19 @@ fn body(p: &Plain) -> Value {
 }
 
 fn settings() -> TaskSettings {
-    TaskSettings { ttl_ms: 60_000, poll_interval_ms: 100, lease_ms: 1_000, max_tasks: 3, max_result_bytes: 1_000 }
+    TaskSettings {
+        ttl_ms: 60_000,
+        poll_interval_ms: 100,
+        lease_ms: 1_000,
+        max_tasks: 3,
+        max_result_bytes: 1_000,
+    }
 }
 
 /// Creates a task for `call` at `now`; its id.
 fn create(store: &MemoryTasks, now: u64, seed: u8) -> String {
-    let call = crate::tools::ToolCall::from_params(&json!({"name": "append", "arguments": {"text": "x"}})).unwrap();
+    let call =
+        crate::tools::ToolCall::from_params(&json!({"name": "append", "arguments": {"text": "x"}})).unwrap();
     let request = TaskRequest { id: RequestId::Number(1), op: TaskOp::Create(call) };
     let answer = tasks::answer(store, &settings(), &request, now, |b| {
         b.fill(seed);
@@ -91,7 +98,10 @@ fn tasks_methods_need_the_extension_a_task_id_and_its_mcp_name() {
     let get = |params: Value, takes: bool| handle(&server, &modern("tasks/get", params, takes));
     let refused = plain(get(json!({"taskId": "abc"}), false));
     assert_eq!(error_code(&refused), tasks::MISSING_CAPABILITY);
-    assert_eq!(body(&refused)["error"]["data"]["requiredCapabilities"]["extensions"], json!({tasks::EXTENSION: {}}));
+    assert_eq!(
+        body(&refused)["error"]["data"]["requiredCapabilities"]["extensions"],
+        json!({tasks::EXTENSION: {}})
+    );
     // A `taskId` that is not a string cannot be what `Mcp-Name` says.
     assert_eq!(error_code(&plain(get(json!({"taskId": 5}), true))), jsonrpc::HEADER_MISMATCH);
     match get(json!({"taskId": "abc"}), true) {
@@ -118,7 +128,10 @@ fn a_task_is_stored_before_its_id_is_returned_and_completes_with_its_result() {
     let done = get(&store, &task, 1_300)["result"].clone();
     assert_eq!((&done["status"], &done["resultType"]), (&json!("completed"), &json!("complete")));
     assert_eq!(done["result"]["content"][0]["text"], "1");
-    assert_eq!((done["createdAt"].as_str(), done["ttlMs"].as_u64()), (Some("1970-01-01T00:00:01.000Z"), Some(60_000)));
+    assert_eq!(
+        (done["createdAt"].as_str(), done["ttlMs"].as_u64()),
+        (Some("1970-01-01T00:00:01.000Z"), Some(60_000))
+    );
     assert_eq!(done["lastUpdatedAt"], "1970-01-01T00:00:01.200Z");
     // Terminal is final: a second outcome changes nothing.
     assert_eq!(tasks::finish(&store, &settings(), &task, 1_400, &Err((-32603, "late".into()))), Ok(false));
@@ -166,7 +179,9 @@ fn a_cancel_ends_the_task_and_wins_over_a_later_completion() {
 fn unknown_malformed_and_expired_task_ids_are_invalid_params() {
     let store = MemoryTasks::default();
     let task = create(&store, 0, 1);
-    for unknown in ["", "nope", "tasks-conformance-nonexistent-12345", &"f".repeat(32), &"A".repeat(32), &task[..31]] {
+    for unknown in
+        ["", "nope", "tasks-conformance-nonexistent-12345", &"f".repeat(32), &"A".repeat(32), &task[..31]]
+    {
         assert_eq!(get(&store, unknown, 1)["error"]["code"], -32602, "{unknown:?}");
         assert_eq!(cancel(&store, unknown, 1)["error"]["code"], -32602, "{unknown:?}");
     }
@@ -189,12 +204,14 @@ fn tasks_are_bounded_in_number_and_a_result_in_bytes() {
     assert!(full.run.is_none());
     assert_eq!((full.reply.status, full.reply.retry_after), (503, Some(1)));
     // A room frees when one expires.
-    assert!(tasks::answer(&store, &settings(), &request, 60_000, |b| {
-        b.fill(5);
-        true
-    })
-    .run
-    .is_some());
+    assert!(
+        tasks::answer(&store, &settings(), &request, 60_000, |b| {
+            b.fill(5);
+            true
+        })
+        .run
+        .is_some()
+    );
     let _ = first;
     let task = create(&store, 60_000, 6);
     let big = Ok(json!({"content": [{"type": "text", "text": "x".repeat(2_000)}]}));
