@@ -59,7 +59,7 @@ pub fn npm_ci(dir: &std::path::Path) {
 
 /// Runs each named scenario, a `fn(fn() -> TestServer)`, against every server of
 /// [`on_rust_servers!`] and the Node and Python packages' example servers (the official SDKs'
-/// servers with the gate's adapter).
+/// servers with the gate's adapter: the TypeScript SDK 1.32 and 2.x, the Python SDK).
 #[macro_export]
 macro_rules! on_every_server {
     ($($scenario:ident),* $(,)?) => {$(
@@ -68,6 +68,10 @@ macro_rules! on_every_server {
             #[test]
             fn node_example() {
                 super::$scenario($crate::http::TestServer::node_example)
+            }
+            #[test]
+            fn node_v2_example() {
+                super::$scenario($crate::http::TestServer::node_v2_example)
             }
             #[test]
             fn python_example() {

@@ -77,6 +77,17 @@ pub fn node_example_with(journal: &Path, store: Store, args: &[&str]) -> ServerP
     ServerProcess::serve(cmd)
 }
 
+/// The Node example server on the TypeScript SDK 2.x (`hosts/node/example-v2.mjs`: the gate's
+/// sessions for the 2025 era beside the SDK's `createMcpHandler` for 2026-07-28), with its
+/// journal at `journal`; always with the gate.
+pub fn node_v2_example(journal: &Path, store: Store) -> ServerProcess {
+    assert_eq!(store, Store::Gate, "the 2.x example always runs the gate");
+    prepare_node();
+    let mut cmd = Command::new("node");
+    cmd.arg(node_dir().join("example-v2.mjs")).arg("--journal").arg(journal);
+    ServerProcess::serve(cmd)
+}
+
 /// `hosts/python`: the package `resume_gate` and its example server.
 pub fn python_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../hosts/python")

@@ -54,6 +54,14 @@ fn the_newest_typescript_client_gets_each_era_in_each_negotiation_mode(start: fn
 /// client gets a gated 2025 session in `legacy` mode and the SDK's own 2026-07-28 serving in
 /// the others, which the adapter lets through. (Its tools take no `delay_ms`, so the `append`
 /// cases are left to the project's hosts.)
+/// The Node package's example on the TypeScript SDK 2.x: the gate's sessions for the 2025 era,
+/// the SDK's own `createMcpHandler` for the new one, routed by its `isLegacyRequest`.
+#[test]
+fn the_node_packages_sdk_2_example_serves_both_eras_to_the_newest_typescript_client() {
+    let srv = TestServer::node_v2_example();
+    node_tests(&srv, "ts-client-eras.test.mjs", Some("speaks|countdown cut|at once"), 7);
+}
+
 #[test]
 fn the_python_packages_example_serves_both_eras_to_the_newest_typescript_client() {
     let srv = TestServer::python_example();

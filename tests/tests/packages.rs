@@ -82,6 +82,37 @@ fn start(start: &str, dir: &Path, envs: &[(&str, &str)]) -> (Shell, SocketAddr) 
 
 #[test]
 fn the_npm_tarball_installs_and_serves_without_rust_or_this_repository() {
+    let packed = npm_pack();
+    let (project, path) = (empty_project(&tarball(&packed)), path_without_rust());
+    let env = [("PATH", path.as_str())];
+    let readme = shown("npm install ./resume-gate-", "js", "server.mjs");
+    assert!(readme.install.contains("@modelcontextprotocol/sdk@1.32"), "{}", readme.install);
+    let said = install_serve_and_call(&readme, project.path(), &env, NODE_CLIENT);
+    assert!(said.contains(r#"{"type":"text","text":"hello"}"#), "the official client's call: {said}");
+    let tests = run_to_end("npm test", &project.path().join("node_modules/resume-gate"), &env);
+    assert!(tests.contains("# pass 12") && tests.contains("# fail 0"), "the package's own tests:\n{tests}");
+}
+
+/// The same tarball beside the TypeScript SDK 2.x: the README's 2.x server serves both eras;
+/// the newest official client calls it in the new era and in the 2025 one (the gate's).
+#[test]
+fn the_npm_tarball_serves_both_eras_on_the_typescript_sdk_2() {
+    let packed = npm_pack();
+    let (project, path) = (empty_project(&tarball(&packed)), path_without_rust());
+    let env = [("PATH", path.as_str())];
+    let readme = shown(&format!("npm install ./resume-gate-{VERSION}.tgz @modelcontextprotocol/server"), "js", "server.mjs");
+    run_to_end("npm install --no-audit --no-fund @modelcontextprotocol/client@2.4.0", project.path(), &env);
+    let said = install_serve_and_call(&readme, project.path(), &env, NODE_2_CLIENT);
+    for mode in ["legacy", "auto"] {
+        assert!(said.contains(&format!(r#"{mode} {{"type":"text","text":"hello"}}"#)), "{mode}: {said}");
+    }
+    assert!(said.contains("legacy session true") && said.contains("auto session false"), "{said}");
+    let tests = run_to_end("npm test", &project.path().join("node_modules/resume-gate"), &env);
+    assert!(tests.contains("# pass 12") && tests.contains("# fail 0"), "the package's own tests:\n{tests}");
+}
+
+/// `npm pack` in `hosts/node`, into a temporary directory.
+fn npm_pack() -> tempfile::TempDir {
     prepare_node();
     let packed = tempfile::tempdir().unwrap();
     output(
@@ -92,23 +123,26 @@ fn the_npm_tarball_installs_and_serves_without_rust_or_this_repository() {
             .env("RESUME_GATE_WASM", gate_host::GATE_MEMORY_WASM)
             .env("RESUME_GATE_KV_WASM", gate_host::GATE_KV_WASM),
     );
-    let tarball = packed.path().join(format!("resume-gate-{VERSION}.tgz"));
-    let project = empty_project(&tarball);
-    let dir = project.path();
-    let path = path_without_rust();
-    let env = [("PATH", path.as_str())];
-    let readme = shown("npm install ./resume-gate-", "js", "server.mjs");
+    packed
+}
+
+fn tarball(packed: &tempfile::TempDir) -> std::path::PathBuf {
+    packed.path().join(format!("resume-gate-{VERSION}.tgz"))
+}
+
+/// Runs the README's install line and its server in `dir` (no Rust on `PATH`), then `client`
+/// against it; what the client printed.
+fn install_serve_and_call(readme: &Shown, dir: &Path, env: &[(&str, &str)], client: &str) -> String {
     assert!(readme.install.contains(&format!("resume-gate-{VERSION}.tgz")), "{}", readme.install);
-    run_to_end(NO_RUST, dir, &env);
-    run_to_end("npm init -y", dir, &env);
-    run_to_end(&readme.install, dir, &env);
+    run_to_end(NO_RUST, dir, env);
+    if !dir.join("package.json").exists() {
+        run_to_end("npm init -y", dir, env);
+    }
+    run_to_end(&readme.install, dir, env);
     std::fs::write(dir.join("server.mjs"), &readme.example).unwrap();
-    let (_server, addr) = start(&readme.start, dir, &env);
-    std::fs::write(dir.join("client.mjs"), NODE_CLIENT).unwrap();
-    let said = run_to_end(&format!("node client.mjs http://{addr}/mcp"), dir, &env);
-    assert!(said.contains(r#"{"type":"text","text":"hello"}"#), "the official client's call: {said}");
-    let tests = run_to_end("npm test", &dir.join("node_modules/resume-gate"), &env);
-    assert!(tests.contains("# pass 12") && tests.contains("# fail 0"), "the package's own tests:\n{tests}");
+    let (_server, addr) = start(&readme.start, dir, env);
+    std::fs::write(dir.join("client.mjs"), client).unwrap();
+    run_to_end(&format!("node client.mjs http://{addr}/mcp"), dir, env)
 }
 
 /// The official TypeScript client (installed with the SDK) calls `hello`.
@@ -119,6 +153,21 @@ const client = new Client({ name: "packages-test", version: "1" });
 await client.connect(new StreamableHTTPClientTransport(new URL(process.argv[2])));
 console.log(JSON.stringify(await client.callTool({ name: "hello", arguments: {} })));
 await client.close();
+"#;
+
+/// The newest official TypeScript client, in its 2025 mode and in its negotiating one, calls
+/// `hello`; it says whether it got a session.
+const NODE_2_CLIENT: &str = r#"
+import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+for (const mode of ["legacy", "auto"]) {
+  const client = new Client({ name: "packages-test", version: "1" }, { versionNegotiation: { mode } });
+  const transport = new StreamableHTTPClientTransport(new URL(process.argv[2]));
+  await client.connect(transport);
+  const result = await client.callTool({ name: "hello", arguments: {} });
+  console.log(mode, JSON.stringify(result.content[0]));
+  console.log(mode, "session", transport.sessionId !== undefined);
+  await client.close();
+}
 "#;
 
 #[test]

@@ -85,6 +85,10 @@ const COMMANDS: &[(&str, Run)] = &[
     ("hosts/node/example --port 9000", Run::Serves { port: 9000, host: "127.0.0.1:9000" }),
     ("hosts/python/example --port 9001", Run::Serves { port: 9001, host: "127.0.0.1:9001" }),
     ("npm install ./resume-gate-0.1.0.tgz @modelcontextprotocol/sdk@1.32", Run::InAnEmptyProject),
+    (
+        "npm install ./resume-gate-0.1.0.tgz @modelcontextprotocol/server@2.4 @modelcontextprotocol/node@2.1",
+        Run::InAnEmptyProject,
+    ),
     ("node server.mjs", Run::InAnEmptyProject),
     ("pip install \"./resume_gate-0.1.0-py3-none-any.whl[sdk]\"", Run::InAnEmptyProject),
     ("python server.py", Run::InAnEmptyProject),

@@ -316,6 +316,12 @@ impl TestServer {
         Self::sdk_example(crate::sdk_hosts::node_example, crate::sdk_hosts::Store::Gate)
     }
 
+    /// The Node package's example on the TypeScript SDK 2.x: the gate's sessions (a
+    /// `WebStandardStreamableHTTPServerTransport` each) beside the SDK's 2026-07-28 entry.
+    pub fn node_v2_example() -> Self {
+        Self::sdk_example(crate::sdk_hosts::node_v2_example, crate::sdk_hosts::Store::Gate)
+    }
+
     /// The same Node server with the TypeScript SDK's example `InMemoryEventStore`, no gate.
     pub fn node_sdk_store() -> Self {
         Self::sdk_example(crate::sdk_hosts::node_example, crate::sdk_hosts::Store::Sdk)

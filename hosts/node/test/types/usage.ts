@@ -14,6 +14,8 @@ import {
   type Gate,
 } from "resume-gate";
 import { GateEventStore, RESULT_LOST, gatedTransport } from "resume-gate/sdk";
+import { Server, createMcpHandler, isLegacyRequest } from "@modelcontextprotocol/server";
+import { gatedSessions, gatedWebTransport } from "resume-gate/server";
 
 async function serve(): Promise<void> {
   const gate: Gate = await loadGate({ config: { maxEventsPerStream: 64 } });
@@ -44,4 +46,17 @@ async function serve(): Promise<void> {
   console.log(store.session, RESULT_LOST, gate.counters().fresh.unknown, gate.collectGarbage().removed);
 }
 
+/** The SDK 2.x: one session's transport, and both eras on one endpoint. */
+async function serveV2(gate: Gate): Promise<(request: Request) => Promise<Response>> {
+  const factory = () => new Server({ name: "typed", version: "1.0.0" }, { capabilities: { tools: {} } });
+  const transport = gatedWebTransport(gate, { sessionIdGenerator: () => randomUUID() });
+  await factory().connect(transport);
+  const viaStore: GateEventStore = transport.gateEventStore;
+  console.log(viaStore.session);
+  const sessions = gatedSessions(gate, factory);
+  const modern = createMcpHandler(factory, { legacy: "reject" });
+  return async (request) => ((await isLegacyRequest(request)) ? sessions(request) : modern.fetch(request));
+}
+
 void serve;
+void serveV2;
