@@ -97,6 +97,33 @@ fn countdown_and_append_run_as_tasks_each_once_and_a_session_beside_them_sees_no
     assert_eq!(journal(srv.addr), ["task line", "session line"]);
 }
 
+/// host-example's set-ups that keep tasks: in its memory, on Redis, and two processes (every
+/// connection alternating between them) on Redis and on a three-master Redis Cluster.
+#[test]
+fn every_set_up_runs_a_task_once_and_answers_for_it_from_each_process() {
+    type Start = fn() -> TestServer;
+    let set_ups: [(&str, Start); 4] = [
+        ("memory", TestServer::host_example),
+        ("redis", TestServer::host_example_over_redis),
+        ("two on redis", TestServer::two_host_examples_over_redis),
+        ("two on a cluster", TestServer::two_host_examples_over_cluster),
+    ];
+    for (what, start_server) in set_ups {
+        let srv = start_server();
+        let appended = start(srv.addr, "append", json!({"text": what, "delay_ms": 200}));
+        let cancelled = start(srv.addr, "slow_compute", json!({"seconds": 30}));
+        let ack = rpc(srv.addr, 4, "tasks/cancel", json!({"taskId": cancelled}));
+        assert_eq!(ack["result"], json!({"resultType": "complete"}), "{what}");
+        let done = settle(srv.addr, &appended, WAIT);
+        assert_eq!(done["status"], "completed", "{what}: {done}");
+        for _ in 0..4 {
+            assert_eq!(get(srv.addr, &appended)["result"]["status"], "completed", "{what}: from each process");
+            assert_eq!(get(srv.addr, &cancelled)["result"]["status"], "cancelled", "{what}");
+        }
+        assert_eq!(journal(srv.addr), [what], "{what}: written once");
+    }
+}
+
 #[test]
 fn a_client_that_does_not_take_tasks_is_answered_directly_and_cannot_read_one() {
     let srv = TestServer::host_example();
