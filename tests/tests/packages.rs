@@ -100,7 +100,11 @@ fn the_npm_tarball_serves_both_eras_on_the_typescript_sdk_2() {
     let packed = npm_pack();
     let (project, path) = (empty_project(&tarball(&packed)), path_without_rust());
     let env = [("PATH", path.as_str())];
-    let readme = shown(&format!("npm install ./resume-gate-{VERSION}.tgz @modelcontextprotocol/server"), "js", "server.mjs");
+    let readme = shown(
+        &format!("npm install ./resume-gate-{VERSION}.tgz @modelcontextprotocol/server"),
+        "js",
+        "server.mjs",
+    );
     run_to_end("npm install --no-audit --no-fund @modelcontextprotocol/client@2.4.0", project.path(), &env);
     let said = install_serve_and_call(&readme, project.path(), &env, NODE_2_CLIENT);
     for mode in ["legacy", "auto"] {

@@ -57,7 +57,10 @@ fn the_node_package_api_passes_its_tests_over_the_real_component() {
     output(Command::new("npx").args(["--no-install", "tsc", "-p", "test/types"]).current_dir(node_dir()));
     let out = output(Command::new("node").args(["--test", "test/"]).current_dir(node_dir()));
     println!("{out}");
-    assert!(out.contains("# pass 18") && out.contains("# fail 0"), "eighteen passing tests expected: the batch tests through both SDKs");
+    assert!(
+        out.contains("# pass 18") && out.contains("# fail 0"),
+        "eighteen passing tests expected: the batch tests through both SDKs"
+    );
 }
 
 #[test]

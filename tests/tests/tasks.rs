@@ -117,7 +117,11 @@ fn every_set_up_runs_a_task_once_and_answers_for_it_from_each_process() {
         let done = settle(srv.addr, &appended, WAIT);
         assert_eq!(done["status"], "completed", "{what}: {done}");
         for _ in 0..4 {
-            assert_eq!(get(srv.addr, &appended)["result"]["status"], "completed", "{what}: from each process");
+            assert_eq!(
+                get(srv.addr, &appended)["result"]["status"],
+                "completed",
+                "{what}: from each process"
+            );
             assert_eq!(get(srv.addr, &cancelled)["result"]["status"], "cancelled", "{what}");
         }
         assert_eq!(journal(srv.addr), [what], "{what}: written once");
