@@ -372,6 +372,8 @@ pub fn finish(
 ) -> Result<bool, String> {
     let mut recorded = false;
     let finish = |r: &mut Record| {
+        // Called again after a lost race: only the attempt that writes records.
+        recorded = false;
         if r.is_terminal() {
             return false;
         }

@@ -229,3 +229,36 @@ fn no_randomness_no_task() {
     let answer = tasks::answer(&store, &settings(), &request, 0, |_| false);
     assert_eq!((answer.reply.status, answer.run.is_none()), (503, true));
 }
+
+/// A store where another writer wins the first swap: the record changes under the writer.
+struct Contended {
+    inner: MemoryTasks,
+    /// Runs just before the first swap, then never again.
+    interfere: std::cell::RefCell<Option<Box<dyn FnOnce(&MemoryTasks, &str, u64)>>>,
+}
+
+impl tasks::TaskStore for Contended {
+    fn create(&self, id: &str, record: &[u8], ttl_ms: u64, max: u64, now_ms: u64) -> Result<bool, String> {
+        self.inner.create(id, record, ttl_ms, max, now_ms)
+    }
+    fn get(&self, id: &str, now_ms: u64) -> Result<Option<Vec<u8>>, String> {
+        self.inner.get(id, now_ms)
+    }
+    fn swap(&self, id: &str, old: &[u8], new: &[u8], now_ms: u64) -> Result<bool, String> {
+        if let Some(interfere) = self.interfere.borrow_mut().take() {
+            interfere(&self.inner, id, now_ms);
+        }
+        self.inner.swap(id, old, new, now_ms)
+    }
+}
+
+#[test]
+fn an_outcome_that_loses_its_race_to_a_cancel_is_not_recorded_and_says_so() {
+    let store = Contended { inner: MemoryTasks::default(), interfere: Default::default() };
+    let task = create(&store.inner, 0, 1);
+    *store.interfere.borrow_mut() = Some(Box::new(|inner, id, now| {
+        assert_eq!(cancel(inner, id, now)["result"], json!({"resultType": "complete"}));
+    }));
+    assert_eq!(tasks::finish(&store, &settings(), &task, 10, &Ok(json!({"content": []}))), Ok(false));
+    assert_eq!(get(&store.inner, &task, 20)["result"]["status"], "cancelled");
+}
