@@ -230,11 +230,14 @@ fn no_randomness_no_task() {
     assert_eq!((answer.reply.status, answer.run.is_none()), (503, true));
 }
 
+/// What another writer does to a task's record, by id, at a time.
+type Interference = Box<dyn FnOnce(&MemoryTasks, &str, u64)>;
+
 /// A store where another writer wins the first swap: the record changes under the writer.
 struct Contended {
     inner: MemoryTasks,
     /// Runs just before the first swap, then never again.
-    interfere: std::cell::RefCell<Option<Box<dyn FnOnce(&MemoryTasks, &str, u64)>>>,
+    interfere: std::cell::RefCell<Option<Interference>>,
 }
 
 impl tasks::TaskStore for Contended {
