@@ -8,25 +8,13 @@
  */
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { isJSONRPCRequest } from "@modelcontextprotocol/sdk/types.js";
-import {
-  GateEventStore,
-  RESULT_LOST,
-  afterSdk,
-  assertInternals,
-  beforeSdk,
-  context,
-  detachAll,
-  gatedOptions,
-  newContext,
-  releaseRefused,
-  wireInternals,
-} from "./gated.js";
+import * as gated from "./gated.js";
 
-export { GateEventStore, RESULT_LOST };
+export { GateEventStore, RESULT_LOST } from "./gated.js";
 
 /** The SDK internals the adapter uses exist (`@modelcontextprotocol/sdk` ~1.32). */
 export function assertSupportedSdk(transport) {
-  const inner = assertInternals(transport._webStandardTransport, "@modelcontextprotocol/sdk (needs ~1.32)");
+  const inner = gated.assertInternals(transport._webStandardTransport, "@modelcontextprotocol/sdk (needs ~1.32)");
   if (!(inner._resumableStreams instanceof Set)) throw new Error("resume-gate: this @modelcontextprotocol/sdk is not supported (needs ~1.32)");
   return inner;
 }
@@ -37,10 +25,10 @@ export function assertSupportedSdk(transport) {
  * (the parsed body is required for POSTs).
  */
 export function gatedTransport(gate, options = {}) {
-  const store = new GateEventStore(gate);
-  const transport = new StreamableHTTPServerTransport(gatedOptions(gate, store, options, () => transport));
+  const store = new gated.GateEventStore(gate);
+  const transport = new StreamableHTTPServerTransport(gated.gatedOptions(gate, store, options, () => transport));
   const inner = assertSupportedSdk(transport);
-  wireInternals(inner, store);
+  gated.wireInternals(inner, store);
   const sdkHandle = transport.handleRequest.bind(transport);
   const deps = { gate, store, transport, sdkHandle, generate: options.sessionIdGenerator, isRequest: isJSONRPCRequest };
   transport.gateEventStore = store;
@@ -54,18 +42,18 @@ export function gatedTransport(gate, options = {}) {
  * before the refusal is written.
  */
 async function handle(deps, req, res, body) {
-  const ctx = newContext();
+  const ctx = gated.newContext();
   const writeHead = res.writeHead;
   res.writeHead = function (status, ...rest) {
-    if (status >= 400) releaseRefused(deps, ctx);
+    if (status >= 400) gated.releaseRefused(deps, ctx);
     return writeHead.call(this, status, ...rest);
   };
   res.on("close", () => {
-    if (res.statusCode >= 400) releaseRefused(deps, ctx);
-    detachAll(deps, ctx);
+    if (res.statusCode >= 400) gated.releaseRefused(deps, ctx);
+    gated.detachAll(deps, ctx);
   });
   const lastEventId = req.headers["last-event-id"];
-  const before = await beforeSdk(deps, ctx, { method: req.method, accept: req.headers.accept, lastEventId, body });
+  const before = await gated.beforeSdk(deps, ctx, { method: req.method, accept: req.headers.accept, lastEventId, body });
   if (before.answer) {
     if (res.headersSent) return res.end();
     const { status, headers, body: text } = before.answer;
@@ -73,9 +61,9 @@ async function handle(deps, req, res, body) {
   }
   if (before.cursor) setHeader(req, "last-event-id", before.cursor);
   try {
-    await context.run(ctx, () => deps.sdkHandle(req, res, before.body));
+    await gated.context.run(ctx, () => deps.sdkHandle(req, res, before.body));
   } finally {
-    afterSdk(deps, ctx);
+    gated.afterSdk(deps, ctx);
   }
 }
 

@@ -16,30 +16,18 @@
 import { randomUUID } from "node:crypto";
 import { WebStandardStreamableHTTPServerTransport, isJSONRPCRequest } from "@modelcontextprotocol/server";
 import { GATE_ERRORS } from "./index.js";
-import {
-  GateEventStore,
-  RESULT_LOST,
-  afterSdk,
-  assertInternals,
-  beforeSdk,
-  context,
-  detachAll,
-  gatedOptions,
-  newContext,
-  releaseRefused,
-  wireInternals,
-} from "./gated.js";
+import * as gated from "./gated.js";
 
-export { GateEventStore, RESULT_LOST };
+export { GateEventStore, RESULT_LOST } from "./gated.js";
 
 /** Bytes of a POST body read (the SDK's own default bound); more is `413`, nothing parsed. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 /** A session's `WebStandardStreamableHTTPServerTransport` whose resumability is the gate's. */
 export function gatedWebTransport(gate, options = {}) {
-  const store = new GateEventStore(gate);
-  const transport = new WebStandardStreamableHTTPServerTransport(gatedOptions(gate, store, options, () => transport));
-  wireInternals(assertInternals(transport, "@modelcontextprotocol/server (needs ~2.4)"), store);
+  const store = new gated.GateEventStore(gate);
+  const transport = new WebStandardStreamableHTTPServerTransport(gated.gatedOptions(gate, store, options, () => transport));
+  gated.wireInternals(gated.assertInternals(transport, "@modelcontextprotocol/server (needs ~2.4)"), store);
   const sdkHandle = transport.handleRequest.bind(transport);
   const deps = { gate, store, transport, sdkHandle, generate: options.sessionIdGenerator, isRequest: isJSONRPCRequest };
   transport.gateEventStore = store;
@@ -70,12 +58,12 @@ async function handle(deps, request, options = {}) {
       sdkRequest = new Request(request.url, { method: "POST", headers: request.headers, body: text });
     }
   }
-  const ctx = newContext();
+  const ctx = gated.newContext();
   const lastEventId = request.headers.get("last-event-id");
   const accept = request.headers.get("accept");
-  const before = await beforeSdk(deps, ctx, { method: request.method, accept, lastEventId, body });
+  const before = await gated.beforeSdk(deps, ctx, { method: request.method, accept, lastEventId, body });
   if (before.answer) {
-    detachAll(deps, ctx);
+    gated.detachAll(deps, ctx);
     const { status, headers, body: text } = before.answer;
     return new Response(text, { status, headers });
   }
@@ -87,12 +75,12 @@ async function handle(deps, request, options = {}) {
   const sdkOptions = body === undefined || sdkRequest !== request ? options : { ...options, parsedBody: before.body };
   let response;
   try {
-    response = await context.run(ctx, () => deps.sdkHandle(sdkRequest, sdkOptions));
+    response = await gated.context.run(ctx, () => deps.sdkHandle(sdkRequest, sdkOptions));
   } finally {
-    afterSdk(deps, ctx);
+    gated.afterSdk(deps, ctx);
   }
-  if (response.status >= 400) releaseRefused(deps, ctx);
-  return whenBodyEnds(response, () => detachAll(deps, ctx));
+  if (response.status >= 400) gated.releaseRefused(deps, ctx);
+  return whenBodyEnds(response, () => gated.detachAll(deps, ctx));
 }
 
 /** The request's body as text, or `null` past `MAX_BODY_BYTES` (read no further). */
