@@ -206,7 +206,8 @@ impl App {
     /// tasks running here.
     pub fn running_calls(&self) -> usize {
         let answering = self.answering.load(std::sync::atomic::Ordering::Relaxed);
-        self.served_streams().by_stream.len().max(answering) + crate::tasks::running(self).len()
+        let streams = self.served_streams().by_stream.len().max(answering);
+        streams + crate::tasks::running_count(self)
     }
 
     /// `session` was active now (a request answered, an SSE response opened or ended).

@@ -13,6 +13,7 @@ use mcp_transport::jsonrpc::INTERNAL_ERROR;
 use mcp_transport::tasks::{self, Lease, MemoryTasks, Run, TaskRequest, TaskStore};
 use mcp_transport::tools::{self, ToolHost};
 use resume_gate::RequestId;
+use resume_gate::kv::Kv;
 use resume_gate_redis::RedisKv;
 use tokio::sync::watch;
 
@@ -44,7 +45,7 @@ impl TaskStore for Tasks {
     fn get(&self, id: &str, now_ms: u64) -> Result<Option<Vec<u8>>, String> {
         match self {
             Self::Memory(m) => m.get(id, now_ms),
-            Self::Redis(r) => r.read(&record_key(id)).map_err(|e| e.0),
+            Self::Redis(r) => r.clone().get(&record_key(id)).map_err(|e| e.0),
         }
     }
 
@@ -78,11 +79,11 @@ pub fn answer(app: &Arc<App>, request: &TaskRequest) -> mcp_transport::reply::Pl
 /// and stops the tool once the task ended elsewhere (cancelled, or failed by a reader).
 async fn run_task(app: Arc<App>, run: Run) {
     running_here(&app).insert(run.task_id.clone());
-    finish_here(&app, &run).await;
+    run_and_record(&app, &run).await;
     running_here(&app).remove(&run.task_id);
 }
 
-async fn finish_here(app: &Arc<App>, run: &Run) {
+async fn run_and_record(app: &Arc<App>, run: &Run) {
     let (ended, watching) = watch::channel(false);
     let host = TaskTools { app: Arc::clone(app), task: run.task_id.clone(), ended: watching };
     let renewer = tokio::spawn(renew_while_running(Arc::clone(app), run.task_id.clone(), ended));
@@ -107,15 +108,15 @@ fn running_here(app: &App) -> std::sync::MutexGuard<'_, HashSet<String>> {
     app.running_tasks.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The tasks running here.
-pub fn running(app: &App) -> Vec<String> {
-    running_here(app).iter().cloned().collect()
+/// How many tasks run here.
+pub fn running_count(app: &App) -> usize {
+    running_here(app).len()
 }
 
 /// A drain's end: every task still running here fails now, on any process that reads it,
 /// instead of when its lease lapses; one that finishes after all keeps the failure. How many.
 pub fn give_up_running(app: &App) -> usize {
-    let running = running(app);
+    let running: Vec<String> = running_here(app).iter().cloned().collect();
     let stopped =
         (INTERNAL_ERROR, "the server stopped before the task finished; it was not run again".to_owned());
     for task in &running {

@@ -195,6 +195,12 @@ impl Server {
         (!json).then(|| rpc_error(415, None, INVALID_REQUEST, message))
     }
 
+    /// `406` unless the client accepts a JSON reply.
+    fn require_json_reply(req: &HttpRequest, id: &RequestId) -> Option<Reply> {
+        let message = "Not Acceptable: Accept must include application/json";
+        (!Self::accepts(req, "application/json")).then(|| rpc_error(406, Some(id), INVALID_REQUEST, message))
+    }
+
     /// `406` unless the client accepts an SSE reply.
     fn require_sse(req: &HttpRequest, id: Option<&RequestId>) -> Option<Reply> {
         let message = "Not Acceptable: Accept must include text/event-stream";

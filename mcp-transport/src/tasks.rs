@@ -164,6 +164,26 @@ impl Record {
         task
     }
 
+    /// Fails a running task whose lease lapsed (its process stopped); whether it did.
+    fn lapse(&mut self, now_ms: u64) -> bool {
+        let lapsed = !self.is_terminal() && self.lease_until_ms < now_ms;
+        if lapsed {
+            self.fail(now_ms, INTERNAL_ERROR, LAPSED);
+        }
+        lapsed
+    }
+
+    /// Ends a running task as cancelled; whether it did (a finished one keeps its end).
+    fn cancel(&mut self, now_ms: u64) -> bool {
+        if self.is_terminal() {
+            return false;
+        }
+        self.status = Status::Cancelled;
+        self.status_message = Some("cancelled at the client's request".into());
+        self.updated_at_ms = now_ms;
+        true
+    }
+
     fn fail(&mut self, now_ms: u64, code: i64, message: &str) {
         self.status = Status::Failed;
         self.status_message = Some(message.to_owned());
@@ -209,16 +229,21 @@ pub fn answer(
     mint: impl FnOnce(&mut [u8]) -> bool,
 ) -> Answer {
     let id = &request.id;
-    let reply = match &request.op {
+    let found = match &request.op {
         TaskOp::Create(call) => return create(store, settings, id, call, now_ms, mint),
-        TaskOp::Get(task) => get(store, id, task, now_ms),
-        TaskOp::Update(task) => match read(store, task, now_ms) {
-            // No task of ours asks for input: every response is for a key not outstanding.
-            Ok(Some(_)) => complete(id, json!({})),
-            Ok(None) => not_found(id),
-            Err(e) => store_failed(id, &e),
-        },
-        TaskOp::Cancel(task) => cancel(store, id, task, now_ms),
+        TaskOp::Get(task) => {
+            update(store, task, now_ms, |r| r.lapse(now_ms)).map(|r| r.map(|r| r.wire(task)))
+        }
+        // No task of ours asks for input: every response is for a key not outstanding.
+        TaskOp::Update(task) => read(store, task, now_ms).map(|r| r.map(|_| json!({}))),
+        TaskOp::Cancel(task) => {
+            update(store, task, now_ms, |r| r.cancel(now_ms)).map(|r| r.map(|_| json!({})))
+        }
+    };
+    let reply = match found {
+        Ok(Some(result)) => complete(id, result),
+        Ok(None) => not_found(id),
+        Err(e) => store_failed(id, &e),
     };
     Answer { reply, run: None }
 }
@@ -299,38 +324,6 @@ fn update(
 const LAPSED: &str =
     "the process running this task stopped before it finished (its lease lapsed); it was not run again";
 
-fn get(store: &(impl TaskStore + ?Sized), id: &RequestId, task: &str, now_ms: u64) -> Plain {
-    let lapsed = |r: &mut Record| {
-        let lapsed = !r.is_terminal() && r.lease_until_ms < now_ms;
-        if lapsed {
-            r.fail(now_ms, INTERNAL_ERROR, LAPSED);
-        }
-        lapsed
-    };
-    match update(store, task, now_ms, lapsed) {
-        Ok(Some(record)) => complete(id, record.wire(task)),
-        Ok(None) => not_found(id),
-        Err(e) => store_failed(id, &e),
-    }
-}
-
-fn cancel(store: &(impl TaskStore + ?Sized), id: &RequestId, task: &str, now_ms: u64) -> Plain {
-    let cancel = |r: &mut Record| {
-        if r.is_terminal() {
-            return false;
-        }
-        r.status = Status::Cancelled;
-        r.status_message = Some("cancelled at the client's request".into());
-        r.updated_at_ms = now_ms;
-        true
-    };
-    match update(store, task, now_ms, cancel) {
-        Ok(Some(_)) => complete(id, json!({})),
-        Ok(None) => not_found(id),
-        Err(e) => store_failed(id, &e),
-    }
-}
-
 /// What a running task's lease renewal found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Lease {
@@ -370,6 +363,9 @@ pub fn finish(
     now_ms: u64,
     outcome: &Result<Value, (i64, String)>,
 ) -> Result<bool, String> {
+    let too_large = outcome
+        .as_ref()
+        .is_ok_and(|result| serde_json::to_vec(result).map_or(0, |b| b.len()) > settings.max_result_bytes);
     let mut recorded = false;
     let finish = |r: &mut Record| {
         // Called again after a lost race: only the attempt that writes records.
@@ -378,7 +374,7 @@ pub fn finish(
             return false;
         }
         match outcome {
-            Ok(result) if serde_json::to_vec(result).map_or(0, |b| b.len()) > settings.max_result_bytes => {
+            Ok(_) if too_large => {
                 let why = format!("the result exceeds {} bytes", settings.max_result_bytes);
                 r.fail(now_ms, INTERNAL_ERROR, &why);
             }

@@ -316,12 +316,6 @@ impl RedisKv {
         Ok(swapped == 1)
     }
 
-    /// `GET key` (the key as given, under this handle's prefix).
-    pub fn read(&self, key: &str) -> Result<Option<Vec<u8>>, StoreError> {
-        let key = self.key(key);
-        self.run(|conn| conn.get(key))
-    }
-
     fn key(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
     }

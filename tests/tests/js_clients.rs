@@ -69,9 +69,9 @@ fn the_python_packages_example_serves_both_eras_to_the_newest_typescript_client(
 }
 
 /// The suite's server scenarios that apply to this server, by protocol era, with the checks
-/// each may fail. Only `server-stateless` has any: three checks need diagnostic tools that
-/// use a client capability (sampling, elicitation by multi-round-trip), which our tools never
-/// do, so the suite reports them as "not testable".
+/// each may fail. Two have some: three of `server-stateless`'s need diagnostic tools that use a
+/// client capability (sampling, elicitation by multi-round-trip), which our tools never do, so
+/// the suite reports them as "not testable"; three of `caching`'s need prompts and resources.
 const SCENARIOS: [(&str, &str, &[&str]); 22] = [
     ("2025-11-25", "server-initialize", &[]),
     ("2025-11-25", "server-session-lifecycle", &[]),
@@ -102,7 +102,6 @@ const SCENARIOS: [(&str, &str, &[&str]); 22] = [
     ("2026-07-28", "dns-rebinding-protection", &[]),
     ("2026-07-28", "http-header-validation", &[]),
     ("2026-07-28", "http-custom-header-server-validation", &[]),
-    // `caching`'s tools/list checks; its prompts and resources checks need lists we do not serve.
     (
         "2026-07-28",
         "caching",

@@ -6,7 +6,9 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tests::http::{ACCEPT, Client, JSON, Response, Setup, TestServer, request};
+use tests::http::{
+    ACCEPT, Client, JSON, Response, STATELESS as MODERN, Setup, TestServer, request, stateless_post,
+};
 use tests::on_rust_servers;
 
 on_rust_servers!(
@@ -42,21 +44,11 @@ fn stateless_calls_beyond_their_bound_get_503_and_sessions_are_untouched() {
     assert!(admitted, "the slot came back");
 }
 
-const MODERN: &str = "2026-07-28";
 const WAIT: Duration = Duration::from_secs(10);
 
-/// A 2026-07-28 POST: its version in the header and `_meta`, its method and name mirrored.
-fn post(srv: &TestServer, id: i64, method: &str, mut params: Value, extra: &[(&str, &str)]) -> Response {
-    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(MODERN);
-    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({});
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
-    let name = params["name"].as_str().map(str::to_owned);
-    let mut headers = vec![JSON, ACCEPT, ("MCP-Protocol-Version", MODERN), ("Mcp-Method", method)];
-    if let Some(name) = name.as_deref().filter(|_| !extra.iter().any(|(n, _)| *n == "Mcp-Name")) {
-        headers.push(("Mcp-Name", name));
-    }
-    headers.extend_from_slice(extra);
-    request(srv.addr, "POST", &headers, body.as_bytes())
+/// A 2026-07-28 POST from a client that declares no capabilities.
+fn post(srv: &TestServer, id: i64, method: &str, params: Value, extra: &[(&str, &str)]) -> Response {
+    stateless_post(srv.addr, id, method, params, json!({}), extra)
 }
 
 fn error_of(resp: Response) -> (u16, Value, Option<String>) {

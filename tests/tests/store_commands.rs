@@ -66,19 +66,9 @@ fn a_stateless_call_costs_the_store_nothing() {
     for (what, serve) in serves {
         let redis = RedisServer::start();
         let server = serve(redis.kv(&fresh_prefix()));
-        let call = |id: usize| {
-            let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
-                "name": "countdown", "arguments": {"n": 0},
-                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                          "io.modelcontextprotocol/clientCapabilities": {}}}});
-            let headers = [
-                tests::http::JSON,
-                tests::http::ACCEPT,
-                ("MCP-Protocol-Version", "2026-07-28"),
-                ("Mcp-Method", "tools/call"),
-                ("Mcp-Name", "countdown"),
-            ];
-            let mut resp = tests::http::request(server.addr, "POST", &headers, body.to_string().as_bytes());
+        let call = |id: i64| {
+            let params = json!({"name": "countdown", "arguments": {"n": 0}});
+            let mut resp = tests::http::stateless_post(server.addr, id, "tools/call", params, json!({}), &[]);
             let frames = resp.frames_until_closed(std::time::Duration::from_secs(10));
             assert!(
                 frames.iter().any(|f| f.json()["result"]["content"][0]["text"] == "done"),

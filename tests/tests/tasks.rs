@@ -8,25 +8,18 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use tests::http::{ACCEPT, Client, Frame, JSON, TestServer, request};
+use tests::http::{ACCEPT, Client, Frame, JSON, STATELESS as MODERN, TestServer, request, stateless_post};
 use tests::processes::ServerProcess;
 use tests::redis::RedisServer;
 
-const MODERN: &str = "2026-07-28";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 const WAIT: Duration = Duration::from_secs(10);
 /// Short, so that a killed process's task fails soon.
 const LEASE_MS: &str = "900";
 
 /// A 2026-07-28 request from a client that takes tasks; its JSON-RPC answer.
-fn rpc(addr: SocketAddr, id: i64, method: &str, mut params: Value) -> Value {
-    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(MODERN);
-    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"extensions": {TASKS: {}}});
-    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
-    let name = params.get("name").or(params.get("taskId")).and_then(Value::as_str).unwrap_or_default();
-    let headers =
-        [JSON, ACCEPT, ("MCP-Protocol-Version", MODERN), ("Mcp-Method", method), ("Mcp-Name", name)];
-    let mut resp = request(addr, "POST", &headers, body.as_bytes());
+fn rpc(addr: SocketAddr, id: i64, method: &str, params: Value) -> Value {
+    let mut resp = stateless_post(addr, id, method, params, json!({"extensions": {TASKS: {}}}), &[]);
     assert_eq!(resp.header("mcp-session-id"), None, "no session in this era");
     if resp.header("content-type") == Some("text/event-stream") {
         let frames = resp.frames_until_closed(WAIT);

@@ -15,7 +15,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { WebStandardStreamableHTTPServerTransport, isJSONRPCRequest } from "@modelcontextprotocol/server";
-import { GATE_ERRORS } from "./index.js";
+import { GateError, gateErrorAnswer } from "./index.js";
 import * as gated from "./gated.js";
 
 export { GateEventStore, RESULT_LOST } from "./gated.js";
@@ -34,6 +34,9 @@ export function gatedWebTransport(gate, options = {}) {
   transport.handleRequest = (request, handleOptions) => handle(deps, request, handleOptions);
   return transport;
 }
+
+/** An answer (`{ status, headers, body }`) as a `Response`. */
+const answered = ({ status, headers, body }) => new Response(body, { status, headers });
 
 const json = (status, body, headers = {}) =>
   new Response(JSON.stringify(body), { status, headers: { "Content-Type": "application/json", ...headers } });
@@ -64,8 +67,7 @@ async function handle(deps, request, options = {}) {
   const before = await gated.beforeSdk(deps, ctx, { method: request.method, accept, lastEventId, body });
   if (before.answer) {
     gated.detachAll(deps, ctx);
-    const { status, headers, body: text } = before.answer;
-    return new Response(text, { status, headers });
+    return answered(before.answer);
   }
   if (before.cursor) {
     const headers = new Headers(request.headers);
@@ -147,13 +149,11 @@ function whenBodyEnds(response, ended) {
  */
 export function gatedSessions(gate, factory, options = {}) {
   const sessions = new Map();
-  const { status: notFoundStatus, code: notFoundCode } = GATE_ERRORS["unknown-session"];
-  const notFound = () => json(notFoundStatus, { jsonrpc: "2.0", error: { code: notFoundCode, message: "Session not found" }, id: null });
   return async (request, handleOptions) => {
     const id = request.headers.get("mcp-session-id");
     const existing = id ? sessions.get(id) : undefined;
     if (existing) return existing.handleRequest(request, handleOptions);
-    if (id) return notFound();
+    if (id) return answered(gateErrorAnswer(new GateError("unknown-session")));
     if (request.method !== "POST") {
       const error = { code: -32000, message: "Method not allowed: no Mcp-Session-Id" };
       return json(405, { jsonrpc: "2.0", error, id: null }, { Allow: "POST" });

@@ -12,13 +12,8 @@ impl Server {
         params: &Value,
         mint: impl FnOnce() -> Option<String>,
     ) -> Reply {
-        if !Self::accepts(req, "application/json") {
-            return rpc_error(
-                406,
-                Some(id),
-                INVALID_REQUEST,
-                "Not Acceptable: Accept must include application/json",
-            );
+        if let Some(refused) = Self::require_json_reply(req, id) {
+            return refused;
         }
         let requested = params.get("protocolVersion").and_then(Value::as_str);
         let Some(session) = mint() else {

@@ -111,9 +111,8 @@ impl Server {
             let message = format!("Invalid params: {method} needs a string `taskId`");
             return rpc_error(200, Some(&id), jsonrpc::INVALID_PARAMS, &message);
         };
-        if !Self::accepts(req, "application/json") {
-            let msg = "Not Acceptable: Accept must include application/json";
-            return rpc_error(406, Some(&id), INVALID_REQUEST, msg);
+        if let Some(refused) = Self::require_json_reply(req, &id) {
+            return refused;
         }
         let task = task.to_owned();
         let op = match method {
@@ -125,9 +124,8 @@ impl Server {
     }
 
     fn json(&self, req: &HttpRequest, id: &RequestId, result: Value) -> Reply {
-        if !Self::accepts(req, "application/json") {
-            let msg = "Not Acceptable: Accept must include application/json";
-            return rpc_error(406, Some(id), INVALID_REQUEST, msg);
+        if let Some(refused) = Self::require_json_reply(req, id) {
+            return refused;
         }
         plain(200, Some(jsonrpc::result(id, result)))
     }
@@ -162,9 +160,8 @@ impl Server {
         };
         // A client that declared the extension gets a task for a call that may take a while.
         if self.config.tasks && declares_tasks(params) && tools::runs_as_task(&call) {
-            if !Self::accepts(req, "application/json") {
-                let msg = "Not Acceptable: Accept must include application/json";
-                return rpc_error(406, Some(&id), INVALID_REQUEST, msg);
+            if let Some(refused) = Self::require_json_reply(req, &id) {
+                return refused;
             }
             return Reply::Task(TaskRequest { id, op: TaskOp::Create(call) });
         }

@@ -122,6 +122,32 @@ pub fn request(addr: SocketAddr, method: &str, headers: &[(&str, &str)], body: &
     Response { status, headers, reader }
 }
 
+/// A 2026-07-28 POST as the spec writes it: the version in the header and in `_meta` with the
+/// client's `capabilities`, the method mirrored into `Mcp-Method` and its name (`name`, or a
+/// task's `taskId`) into `Mcp-Name` unless `extra` sets that header; then `extra`.
+pub fn stateless_post(
+    addr: SocketAddr,
+    id: i64,
+    method: &str,
+    mut params: Value,
+    capabilities: Value,
+    extra: &[(&str, &str)],
+) -> Response {
+    params["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!(STATELESS);
+    params["_meta"]["io.modelcontextprotocol/clientCapabilities"] = capabilities;
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+    let name = params.get("name").or(params.get("taskId")).and_then(Value::as_str).map(str::to_owned);
+    let mut headers = vec![JSON, ACCEPT, ("MCP-Protocol-Version", STATELESS), ("Mcp-Method", method)];
+    if let Some(name) = name.as_deref().filter(|_| !extra.iter().any(|(n, _)| *n == "Mcp-Name")) {
+        headers.push(("Mcp-Name", name));
+    }
+    headers.extend_from_slice(extra);
+    request(addr, "POST", &headers, body.as_bytes())
+}
+
+/// The stateless protocol revision.
+pub const STATELESS: &str = "2026-07-28";
+
 /// A session with the latest protocol, opened through `initialize`.
 pub struct Client {
     pub addr: SocketAddr,
